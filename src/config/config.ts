@@ -1,0 +1,107 @@
+import { Type, type Static } from '@sinclair/typebox'
+import envSchema from 'env-schema'
+import { domainToASCII } from 'node:url'
+
+/** The environment the service reads, with defaults; `.env.example` explains each variable. */
+const EnvSchema = Type.Object({
+  PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
+  HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
+  DATA_DIR: Type.String({ minLength: 1, default: './data' }),
+  REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  DEFAULT_DOMAIN: Type.String({ minLength: 1, default: 'short.localhost' }),
+  RESERVED_DOMAINS: Type.String({ minLength: 1, default: 'short.localhost,links.localhost' }),
+  LOG_LEVEL: Type.Union(
+    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
+    { default: 'info' },
+  ),
+  TRUST_PROXY: Type.String({ default: 'false' }),
+  COUNTRY_HEADER: Type.String({ minLength: 1, default: 'cf-ipcountry' }),
+  AUTOFILL_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 60000, default: 3000 }),
+  AUTOFILL_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 52428800, default: 1048576 }),
+  AUTOFILL_ALLOW_PRIVATE: Type.Boolean({ default: false }),
+  RATE_LIMIT_ON_REDIS_ERROR: Type.Union([Type.Literal('allow'), Type.Literal('deny')], { default: 'allow' }),
+})
+
+type Env = Static<typeof EnvSchema>
+
+export interface Config {
+  port: number
+  host: string
+  /** PostgreSQL connection string; undefined means the embedded PGlite database in `dataDir`. */
+  databaseUrl?: string
+  dataDir: string
+  redisUrl?: string
+  defaultDomain: string
+  reservedDomains: string[]
+  logLevel: string
+  trustProxy: boolean | number | string[]
+  countryHeader: string
+  autofill: { timeoutMs: number; maxBytes: number; allowPrivate: boolean }
+  rateLimitOnRedisError: 'allow' | 'deny'
+}
+
+export class ConfigError extends Error {}
+
+/** Lower-case ASCII (punycode) form of a host name, or undefined when it is not a valid host name. */
+export function normalizeHost(input: string): string | undefined {
+  const ascii = domainToASCII(input.trim().toLowerCase().replace(/\.$/, ''))
+  if (!ascii || ascii.length > 253 || !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(ascii)) return undefined
+  if (ascii.split('.').some((label) => label.length > 63 || label.startsWith('-') || label.endsWith('-'))) return undefined
+  return ascii
+}
+
+function parseHost(variable: string, value: string): string {
+  const host = normalizeHost(value)
+  if (!host) throw new ConfigError(`${variable}: "${value}" is not a valid host name`)
+  return host
+}
+
+function parseTrustProxy(value: string): Config['trustProxy'] {
+  const text = value.trim().toLowerCase()
+  if (text === 'true') return true
+  if (text === 'false' || text === '') return false
+  if (/^\d+$/.test(text)) return Number(text)
+  const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean)
+  if (entries.every((entry) => /^[0-9a-f.:]+(\/\d+)?$/.test(entry))) return entries
+  throw new ConfigError(`TRUST_PROXY: "${value}" must be true, false, a hop count or a comma-separated list of addresses`)
+}
+
+/** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  // Empty variables count as unset, as they do in most deployment tools.
+  const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''))
+  let parsed: Env
+  try {
+    parsed = envSchema<Env>({ schema: EnvSchema, data, env: false, dotenv: env === process.env })
+  } catch (error) {
+    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+  }
+
+  const defaultDomain = parseHost('DEFAULT_DOMAIN', parsed.DEFAULT_DOMAIN)
+  const reservedDomains = parsed.RESERVED_DOMAINS.split(',')
+    .filter((entry) => entry.trim() !== '')
+    .map((entry) => parseHost('RESERVED_DOMAINS', entry))
+  if (!reservedDomains.includes(defaultDomain)) {
+    throw new ConfigError(`RESERVED_DOMAINS must include DEFAULT_DOMAIN (${defaultDomain})`)
+  }
+
+  return {
+    port: parsed.PORT,
+    host: parsed.HOST,
+    databaseUrl: parsed.DATABASE_URL,
+    dataDir: parsed.DATA_DIR,
+    redisUrl: parsed.REDIS_URL,
+    defaultDomain,
+    reservedDomains: [...new Set(reservedDomains)],
+    logLevel: parsed.LOG_LEVEL,
+    trustProxy: parseTrustProxy(parsed.TRUST_PROXY),
+    countryHeader: parsed.COUNTRY_HEADER.toLowerCase(),
+    autofill: {
+      timeoutMs: parsed.AUTOFILL_TIMEOUT_MS,
+      maxBytes: parsed.AUTOFILL_MAX_BYTES,
+      allowPrivate: parsed.AUTOFILL_ALLOW_PRIVATE,
+    },
+    rateLimitOnRedisError: parsed.RATE_LIMIT_ON_REDIS_ERROR,
+  }
+}

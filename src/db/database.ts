@@ -1,0 +1,110 @@
+import { PGlite } from '@electric-sql/pglite'
+import { PrismaPg } from '@prisma/adapter-pg'
+import pg from 'pg'
+import { PrismaPGlite } from 'pglite-prisma-adapter'
+import { PrismaClient } from '../generated/prisma/client.js'
+import { acquireDataDirLock } from './data-dir-lock.js'
+import { applyMigrations, type SqlRunner } from './migrate.js'
+
+export type { PrismaClient }
+
+export interface Database {
+  prisma: PrismaClient
+  /** `postgres` for a server reached through DATABASE_URL, `embedded` for PGlite. */
+  kind: 'postgres' | 'embedded'
+  /** True when the database answers a trivial query. */
+  ping(): Promise<boolean>
+  close(): Promise<void>
+}
+
+export interface OpenDatabaseOptions {
+  databaseUrl?: string
+  /** Directory of the embedded database; `memory://` keeps it in memory (tests). */
+  dataDir: string
+  /** Apply pending migrations before returning (the default). */
+  migrate?: boolean
+}
+
+// Fail fast instead of queueing requests behind a database that does not answer.
+const CONNECT_TIMEOUT_MS = 3000
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
+  return options.databaseUrl ? openPostgres(options.databaseUrl, options.migrate ?? true) : openEmbedded(options.dataDir, options.migrate ?? true)
+}
+
+async function openPostgres(connectionString: string, migrate: boolean): Promise<Database> {
+  if (migrate) {
+    const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+    await client.connect()
+    try {
+      await applyMigrations(pgRunner(client))
+    } finally {
+      await client.end()
+    }
+  }
+  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: 10 })
+  // An idle client that loses its connection must not crash the process; the next query reconnects.
+  pool.on('error', () => {})
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool) })
+  return {
+    prisma,
+    kind: 'postgres',
+    ping: () => pingWith(prisma),
+    async close() {
+      await prisma.$disconnect()
+      await pool.end().catch(() => {})
+    },
+  }
+}
+
+async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database> {
+  const inMemory = dataDir.startsWith('memory://')
+  const releaseLock = inMemory ? () => {} : acquireDataDirLock(dataDir)
+  let client: PGlite
+  try {
+    client = inMemory ? new PGlite() : new PGlite(dataDir)
+    await client.waitReady
+    if (migrate) await applyMigrations(pgliteRunner(client))
+  } catch (error) {
+    releaseLock()
+    throw error
+  }
+  const prisma = new PrismaClient({ adapter: new PrismaPGlite(client) })
+  return {
+    prisma,
+    kind: 'embedded',
+    ping: () => pingWith(prisma),
+    async close() {
+      await prisma.$disconnect()
+      await client.close()
+      releaseLock()
+    },
+  }
+}
+
+async function pingWith(prisma: PrismaClient): Promise<boolean> {
+  try {
+    await prisma.$queryRawUnsafe('SELECT 1')
+    return true
+  } catch {
+    return false
+  }
+}
+
+function pgRunner(client: pg.Client): SqlRunner {
+  return {
+    query: async (sql, params = []) => (await client.query(sql, params)).rows,
+    exec: async (sql) => {
+      await client.query(sql)
+    },
+  }
+}
+
+function pgliteRunner(client: PGlite): SqlRunner {
+  return {
+    query: async (sql, params = []) => (await client.query<Record<string, unknown>>(sql, params)).rows,
+    exec: async (sql) => {
+      await client.exec(sql)
+    },
+  }
+}
