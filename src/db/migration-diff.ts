@@ -22,6 +22,8 @@ async function loadSchemaEngine(): Promise<typeof SchemaEngineType> {
   const entry = createRequire(import.meta.url).resolve('@prisma/schema-engine-wasm')
   const glue = await import(join(dirname(entry), 'schema_engine_bg.js'))
   const bytes = readFileSync(join(dirname(entry), 'schema_engine_bg.wasm'))
+  // Node has WebAssembly; the TypeScript libraries this project uses do not declare it.
+  const { WebAssembly } = globalThis as unknown as { WebAssembly: { instantiate: Function } }
   const { instance } = await WebAssembly.instantiate(bytes, { './schema_engine_bg.js': glue })
   glue.__wbg_set_wasm(instance.exports)
   ;(instance.exports.__wbindgen_start as () => void)()

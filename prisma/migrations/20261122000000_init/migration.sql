@@ -133,7 +133,7 @@ CREATE INDEX "Domain_workspaceId_idx" ON "Domain"("workspaceId");
 CREATE UNIQUE INDEX "Folder_workspaceId_name_key" ON "Folder"("workspaceId", "name");
 
 -- CreateIndex
-CREATE INDEX "Pixel_workspaceId_platform_value_idx" ON "Pixel"("workspaceId", "platform", "value");
+CREATE UNIQUE INDEX "Pixel_workspaceId_platform_value_key" ON "Pixel"("workspaceId", "platform", "value");
 
 -- CreateIndex
 CREATE INDEX "Script_workspaceId_idx" ON "Script"("workspaceId");

@@ -1,0 +1,45 @@
+import { Type, type Static } from '@sinclair/typebox'
+
+export const FieldError = Type.Object(
+  {
+    path: Type.String({ description: 'JSON pointer of the offending field', examples: ['/link/url'] }),
+    message: Type.String({ examples: ['must be an absolute http(s) URL'] }),
+  },
+  { $id: 'FieldError' },
+)
+
+export const ErrorCode = Type.Union(
+  [
+    'invalid_json',
+    'validation_failed',
+    'redirect_loop',
+    'slug_reserved',
+    'unauthorized',
+    'domain_reserved',
+    'domain_not_allowed',
+    'not_found',
+    'slug_taken',
+    'payload_too_large',
+    'unsupported_media_type',
+    'rate_limited',
+    'unavailable',
+    'internal',
+  ].map((code) => Type.Literal(code)),
+)
+
+/** RFC 9457 problem details, with a machine-readable `code` and, for bad input, the fields at fault. */
+export const Problem = Type.Object(
+  {
+    type: Type.String({ examples: ['about:blank'] }),
+    title: Type.String({ examples: ['Bad Request'] }),
+    status: Type.Integer({ examples: [400] }),
+    code: ErrorCode,
+    detail: Type.String({ examples: ['link/url must be an absolute http(s) URL'] }),
+    errors: Type.Optional(Type.Array(FieldError)),
+  },
+  { $id: 'Problem', description: 'An error, served as application/problem+json' },
+)
+
+export type ProblemBody = Static<typeof Problem>
+export type FieldErrorBody = Static<typeof FieldError>
+export type ErrorCodeName = Static<typeof ErrorCode>

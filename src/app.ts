@@ -1,0 +1,63 @@
+import { randomUUID } from 'node:crypto'
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import type { Config } from './config/config.js'
+import type { Database } from './db/database.js'
+import healthRoutes from './health/health-routes.js'
+import linkRoutes from './links/link-routes.js'
+import auth from './plugins/auth.js'
+import database from './plugins/database.js'
+import errors, { BODY_LIMIT } from './plugins/errors.js'
+import openapi from './plugins/openapi.js'
+import validation from './plugins/validation.js'
+import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
+
+export interface AppOptions {
+  config: Config
+  database: Database
+  /** Close the database when the app closes (the server does; tests that share one database do not). */
+  closeDatabase?: boolean
+  logger?: FastifyServerOptions['logger']
+  throttle?: BadTokenThrottle
+}
+
+/** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
+function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
+  const given = request.headers['x-request-id']
+  return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID()
+}
+
+export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
+  return {
+    level: config.logLevel,
+    // Pino's request serializer logs no headers; this is a second guard should that change.
+    redact: { paths: ['req.headers["api-authorization"]', 'req.headers.cookie', '*.password'], censor: '[redacted]' },
+  }
+}
+
+/** Builds the whole service: infrastructure plugins first, then the routes. */
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const { config } = options
+  const app = Fastify({
+    logger: options.logger ?? loggerOptions(config),
+    bodyLimit: BODY_LIMIT,
+    // Fastify accepts a hop count too, though its types only list the other forms.
+    trustProxy: config.trustProxy as boolean | string[],
+    genReqId: requestId,
+    return503OnClosing: true,
+  })
+  // Only JSON bodies: without this Fastify would also accept text/plain.
+  app.removeContentTypeParser('text/plain')
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id)
+  })
+
+  await app.register(errors)
+  await app.register(validation)
+  await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })
+  await app.register(auth, { throttle: options.throttle })
+  await app.register(openapi)
+
+  await app.register(healthRoutes)
+  await app.register(linkRoutes, { links: { prisma: options.database.prisma, config } })
+  return app
+}

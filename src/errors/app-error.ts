@@ -1,0 +1,85 @@
+import { STATUS_CODES } from 'node:http'
+import type { ErrorCodeName, FieldErrorBody, ProblemBody } from '../../schemas/problem.js'
+
+/**
+ * The one error type of the service: each case has a named constructor below, carries its HTTP status
+ * and renders as application/problem+json in src/plugins/errors.ts.
+ */
+export class AppError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: ErrorCodeName,
+    readonly detail: string,
+    readonly errors?: FieldErrorBody[],
+    readonly headers: Record<string, string> = {},
+  ) {
+    super(detail)
+    this.name = 'AppError'
+  }
+
+  toProblem(): ProblemBody {
+    return {
+      type: 'about:blank',
+      title: STATUS_CODES[this.status] ?? 'Error',
+      status: this.status,
+      code: this.code,
+      detail: this.detail,
+      ...(this.errors ? { errors: this.errors } : {}),
+    }
+  }
+}
+
+/** `detail` reads like the contract's example: "link/url must be an absolute http(s) URL; …". */
+function describe(errors: FieldErrorBody[]): string {
+  return errors.map((error) => `${error.path.replace(/^\//, '') || 'body'} ${error.message}`).join('; ')
+}
+
+export const invalidJson = (reason: string) => new AppError(400, 'invalid_json', `The body is not valid JSON: ${reason}`)
+
+export const validationFailed = (errors: FieldErrorBody[]) =>
+  new AppError(400, 'validation_failed', describe(errors), errors)
+
+export const fieldError = (path: string, message: string) => validationFailed([{ path, message }])
+
+export const redirectLoop = (path: string, host: string) =>
+  new AppError(400, 'redirect_loop', `${path.replace(/^\//, '')} points to ${host}, a short domain of this service`, [
+    { path, message: `must not point to a short domain of this service (${host})` },
+  ])
+
+export const slugReserved = (slug: string) =>
+  new AppError(400, 'slug_reserved', `link/id "${slug}" is reserved for the service's own paths`, [
+    { path: '/link/id', message: 'is reserved for the service' },
+  ])
+
+export const unauthorized = () =>
+  new AppError(401, 'unauthorized', 'A valid API token is required in the Api-Authorization header')
+
+export const domainReserved = (domain: string) =>
+  new AppError(
+    403,
+    'domain_reserved',
+    `The domain ${domain} is reserved for official integrations. Pass one of your workspace's domains in link.domain, ` +
+      'or ask an operator to add one as its default (domain:add --default).',
+  )
+
+export const domainNotAllowed = (domain: string) =>
+  new AppError(403, 'domain_not_allowed', `The domain ${domain} is not one of your workspace's domains`)
+
+export const notFound = (what = 'link') => new AppError(404, 'not_found', `No such ${what}`)
+
+export const slugTaken = (domain: string, slug: string) =>
+  new AppError(409, 'slug_taken', `${domain}/${slug} is already taken`)
+
+export const payloadTooLarge = (limit: number) =>
+  new AppError(413, 'payload_too_large', `The body is larger than ${limit} bytes`)
+
+export const unsupportedMediaType = () =>
+  new AppError(415, 'unsupported_media_type', 'The body must be sent as Content-Type: application/json')
+
+export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
+  new AppError(429, 'rate_limited', detail, undefined, { 'retry-after': String(retryAfterSeconds) })
+
+export const unavailable = (what = 'database') =>
+  new AppError(503, 'unavailable', `The service cannot reach its ${what}; try again shortly`)
+
+export const internal = () => new AppError(500, 'internal', 'Something went wrong on our side')

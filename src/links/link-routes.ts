@@ -1,0 +1,106 @@
+import { Type } from '@sinclair/typebox'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import {
+  CreateLinkBody,
+  DomainSlugParams,
+  LinkRecord,
+  UniqIdParams,
+  UpdateLinkBody,
+} from '../../schemas/link.js'
+import { Problem } from '../../schemas/problem.js'
+import { unsupportedMediaType } from '../errors/app-error.js'
+import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
+import { toLinkRecord } from './link-record.js'
+
+const problems = (...statuses: number[]) =>
+  Object.fromEntries(statuses.map((status) => [status, Type.Ref(Problem, { description: problemDescriptions[status] })]))
+
+const problemDescriptions: Record<number, string> = {
+  400: 'Bad body: invalid_json, validation_failed (every offending field by JSON pointer), redirect_loop, slug_reserved',
+  401: 'unauthorized: the Api-Authorization token is missing, unknown or revoked',
+  403: 'domain_reserved or domain_not_allowed',
+  404: "not_found: no such link in the token's workspace",
+  409: 'slug_taken: the slug is already used on that domain',
+  413: 'payload_too_large: body over 64 KiB',
+  415: 'unsupported_media_type: the body must be application/json',
+  429: 'rate_limited',
+  500: 'internal',
+  503: 'unavailable: the database cannot be reached',
+}
+
+/** 415 for a POST or PUT that does not say it sends JSON, before Fastify looks at the body. */
+export async function requireJsonBody(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
+  if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) throw unsupportedMediaType()
+}
+
+export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>()
+  const security = [{ apiToken: [] }]
+  const onRequest = [app.authenticate, requireJsonBody]
+  const updateDoc = {
+    tags: ['links'],
+    security,
+    body: UpdateLinkBody,
+    response: { 200: Type.Ref(LinkRecord), ...problems(400, 401, 404, 413, 415, 429, 500, 503) },
+  }
+
+  api.post(
+    '/v1/links/create',
+    {
+      onRequest,
+      schema: {
+        operationId: 'createLink',
+        summary: 'Create a short link',
+        description:
+          'Creates a link on `domain` (default: the workspace default domain, else the service default) at `id` ' +
+          '(default: 7 random characters). Answers the stored link.',
+        tags: ['links'],
+        security,
+        body: CreateLinkBody,
+        response: { 201: Type.Ref(LinkRecord), ...problems(400, 401, 403, 409, 413, 415, 429, 500, 503) },
+      },
+    },
+    async (request, reply) => {
+      const link = await createLink(options.links, request.caller, request.body)
+      return reply.code(201).send(toLinkRecord(link))
+    },
+  )
+
+  api.put(
+    '/v1/links/:uniqId',
+    {
+      onRequest,
+      schema: {
+        ...updateDoc,
+        operationId: 'updateLink',
+        summary: 'Update a link by its uniq',
+        description: 'Merges the fields present in `link` into the stored link; see LinkPatch.',
+        params: UniqIdParams,
+      },
+    },
+    async (request) => {
+      const link = await updateLinkFields(options.links, request.caller, { uniq: request.params.uniqId }, request.body)
+      return toLinkRecord(link)
+    },
+  )
+
+  api.put(
+    '/v1/links/by-domain/:domain/:id',
+    {
+      onRequest,
+      schema: {
+        ...updateDoc,
+        operationId: 'updateLinkByDomain',
+        summary: 'Update a link by its domain and slug',
+        description: 'Like updateLink; the slug is matched regardless of case. A 404 here is the cue to create.',
+        params: DomainSlugParams,
+      },
+    },
+    async (request) => {
+      const { domain, id } = request.params
+      const link = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body)
+      return toLinkRecord(link)
+    },
+  )
+}

@@ -1,0 +1,95 @@
+/** Create and update: the rules of contract sections 4, 5 and 7 around the repository. */
+import type { CreateLinkRequest, LinkPatchBody, UpdateLinkRequest } from '../../schemas/link.js'
+import type { Config } from '../config/config.js'
+import { normalizeHost } from '../config/config.js'
+import type { PrismaClient } from '../db/database.js'
+import { isUniqueViolation } from '../db/errors.js'
+import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
+import type { Caller } from '../plugins/auth.js'
+import { resolveLinkDomain } from './domains.js'
+import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
+import { findLinkBySlug, findLinkByUniq, insertLink, updateLink, type StoredLink } from './link-repository.js'
+import { generateSlug, isReservedSlug, slugKey } from './slug.js'
+
+export interface LinkServiceContext {
+  prisma: PrismaClient
+  config: Config
+}
+
+/** Attempts at a fresh random slug before giving up; with 36^7 slugs a second attempt is already rare. */
+const GENERATED_SLUG_ATTEMPTS = 8
+
+export async function createLink(context: LinkServiceContext, caller: Caller, request: CreateLinkRequest): Promise<StoredLink> {
+  const { link } = request
+  const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
+  const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
+  if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
+
+  const settings: LinkSettings = { ...DEFAULT_SETTINGS, ...parsed, url: link.url }
+  // Autofill (contract section 12) will fill empty metadata here, before the link is stored.
+
+  if (link.id !== undefined) {
+    try {
+      return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug: link.id, settings })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw slugTaken(domain, link.id)
+      throw error
+    }
+  }
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug: generateSlug(), settings })
+    } catch (error) {
+      if (!isUniqueViolation(error) || attempt >= GENERATED_SLUG_ATTEMPTS) throw error
+    }
+  }
+}
+
+export type LinkLocator = { uniq: string } | { domain: string; slug: string }
+
+export async function findLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<StoredLink> {
+  let link: StoredLink | null = null
+  if ('uniq' in locator) {
+    const uniq = Number(locator.uniq)
+    // Ids beyond the column's range cannot exist; asking the database would be an error, not a miss.
+    if (Number.isSafeInteger(uniq) && uniq >= 1 && uniq <= 2_147_483_647) {
+      link = await findLinkByUniq(context.prisma, caller.workspaceId, uniq)
+    }
+  } else {
+    const domain = normalizeHost(locator.domain)
+    if (domain) link = await findLinkBySlug(context.prisma, caller.workspaceId, domain, locator.slug)
+  }
+  if (!link) throw notFound()
+  return link
+}
+
+/** The link's own domain and slug may be repeated in an update body, but not changed. */
+function refuseIdentityChange(link: StoredLink, patch: LinkPatchBody): void {
+  if (patch.domain !== undefined && normalizeHost(patch.domain) !== link.domain) {
+    throw fieldError('/link/domain', `cannot be changed (the link is on ${link.domain})`)
+  }
+  if (patch.id !== undefined && slugKey(patch.id) !== slugKey(link.slug)) {
+    throw fieldError('/link/id', `cannot be changed (the link's id is ${link.slug})`)
+  }
+}
+
+/** Merges the fields present in the request into the stored link (contract section 7). */
+export async function updateLinkFields(
+  context: LinkServiceContext,
+  caller: Caller,
+  locator: LinkLocator,
+  request: UpdateLinkRequest,
+): Promise<StoredLink> {
+  const link = await findLink(context, caller, locator)
+  refuseIdentityChange(link, request.link)
+  const changes = await parseLinkInput(request.link, {
+    ...context,
+    workspaceId: caller.workspaceId,
+    storedPasswordHash: link.passwordHash,
+  })
+  // Autofill (contract section 12) will run here on the merged link.
+  if (Object.keys(changes).length === 0) return link
+  const updated = await updateLink(context.prisma, link, changes)
+  if (!updated) throw notFound()
+  return updated
+}

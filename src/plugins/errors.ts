@@ -1,0 +1,53 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import {
+  AppError,
+  internal,
+  invalidJson,
+  notFound,
+  payloadTooLarge,
+  unavailable,
+  unsupportedMediaType,
+  validationFailed,
+} from '../errors/app-error.js'
+import { isDatabaseUnavailable } from '../db/errors.js'
+import { fieldErrors } from './validation.js'
+
+export const BODY_LIMIT = 64 * 1024
+
+/** Maps whatever was thrown to the AppError the client sees. */
+export function toAppError(error: FastifyError | Error): AppError {
+  if (error instanceof AppError) return error
+  const fastifyError = error as FastifyError
+  if (fastifyError.validation) {
+    return validationFailed(fieldErrors(fastifyError.validation as never))
+  }
+  switch (fastifyError.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return invalidJson(fastifyError.message)
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return payloadTooLarge(BODY_LIMIT)
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return unsupportedMediaType()
+  }
+  // Fastify's JSON parser reports malformed input as a SyntaxError carrying status 400.
+  if (error instanceof SyntaxError && fastifyError.statusCode === 400) return invalidJson(error.message)
+  if (isDatabaseUnavailable(error)) return unavailable()
+  return internal()
+}
+
+export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply {
+  return reply.code(error.status).headers(error.headers).type('application/problem+json').send(error.toProblem())
+}
+
+export default fp(async function errors(app: FastifyInstance) {
+  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
+    const appError = toAppError(error)
+    if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
+    else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
+    return sendProblem(reply, appError)
+  })
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, notFound('route')))
+})

@@ -1,0 +1,48 @@
+import closeWithGrace from 'close-with-grace'
+import { buildApp, loggerOptions } from './app.js'
+import { ConfigError, loadConfig } from './config/config.js'
+import { openDatabase } from './db/database.js'
+import { DataDirInUseError } from './db/data-dir-lock.js'
+import { bootstrapEmbedded, DEV_DOMAIN, DEV_WORKSPACE } from './workspaces/bootstrap.js'
+
+/** Grace period for in-flight requests on SIGTERM/SIGINT before the process exits anyway. */
+const SHUTDOWN_GRACE_MS = 10_000
+
+async function main(): Promise<void> {
+  const config = loadConfig()
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const app = await buildApp({ config, database, closeDatabase: true, logger: loggerOptions(config) })
+
+  app.log.info(
+    database.kind === 'embedded'
+      ? `database: embedded PostgreSQL (PGlite) in ${config.dataDir}; one process at a time, set DATABASE_URL for production`
+      : 'database: PostgreSQL from DATABASE_URL',
+  )
+  if (database.kind === 'embedded') {
+    const token = await bootstrapEmbedded(database.prisma, config)
+    if (token) {
+      // Written to the terminal once, never to the log.
+      process.stderr.write(
+        `\nFirst start on an empty embedded database: created workspace "${DEV_WORKSPACE}" (default domain ${DEV_DOMAIN}).\n` +
+          `Its API token, shown only now:\n\n  ${token}\n\n`,
+      )
+    }
+  }
+
+  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+    if (err) app.log.error({ err }, 'shutting down after an error')
+    else app.log.info(`${signal} received: finishing in-flight requests`)
+    await app.close()
+  })
+
+  await app.listen({ port: config.port, host: config.host })
+}
+
+main().catch((error) => {
+  if (error instanceof ConfigError || error instanceof DataDirInUseError) {
+    console.error(error.message)
+  } else {
+    console.error('Could not start:', error)
+  }
+  process.exit(1)
+})

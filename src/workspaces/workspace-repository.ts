@@ -1,0 +1,126 @@
+import { displayPrefix, generateToken, hashToken } from '../auth/tokens.js'
+import { normalizeHost } from '../config/config.js'
+import type { PrismaClient } from '../db/database.js'
+
+/** Errors of administrative operations (the command line), said plainly to an operator. */
+export class AdminError extends Error {}
+
+export async function findWorkspace(prisma: PrismaClient, name: string) {
+  const workspace = await prisma.workspace.findUnique({ where: { name } })
+  if (!workspace) throw new AdminError(`No workspace named "${name}"`)
+  return workspace
+}
+
+export async function createWorkspace(prisma: PrismaClient, name: string) {
+  const trimmed = name.trim()
+  if (!trimmed) throw new AdminError('A workspace needs a name')
+  if (await prisma.workspace.findUnique({ where: { name: trimmed } })) {
+    throw new AdminError(`A workspace named "${trimmed}" already exists`)
+  }
+  return prisma.workspace.create({ data: { name: trimmed } })
+}
+
+/** Creates a token for the named workspace, creating the workspace when it does not exist yet. */
+export async function createToken(
+  prisma: PrismaClient,
+  options: { workspace: string; official?: boolean; label?: string },
+): Promise<{ token: string; workspaceId: number }> {
+  const name = options.workspace.trim()
+  if (!name) throw new AdminError('A workspace needs a name')
+  const workspace = await prisma.workspace.upsert({ where: { name }, create: { name }, update: {} })
+  const token = generateToken()
+  await prisma.apiToken.create({
+    data: {
+      workspaceId: workspace.id,
+      hash: hashToken(token),
+      prefix: displayPrefix(token),
+      label: options.label ?? null,
+      official: options.official ?? false,
+    },
+  })
+  return { token, workspaceId: workspace.id }
+}
+
+/** Revokes by the whole token or by its display prefix (which must name exactly one live token). */
+export async function revokeToken(prisma: PrismaClient, tokenOrPrefix: string): Promise<string> {
+  const text = tokenOrPrefix.trim()
+  if (text.length < 6) throw new AdminError('Give the token or its prefix (at least 6 characters)')
+  const byHash = await prisma.apiToken.findUnique({ where: { hash: hashToken(text) } })
+  const candidates = byHash
+    ? [byHash]
+    : await prisma.apiToken.findMany({ where: { prefix: { startsWith: text }, revokedAt: null } })
+  if (candidates.length === 0) throw new AdminError(`No live token matches "${text}"`)
+  if (candidates.length > 1) throw new AdminError(`"${text}" matches ${candidates.length} tokens; give more of it`)
+  const [token] = candidates
+  if (!token.revokedAt) await prisma.apiToken.update({ where: { id: token.id }, data: { revokedAt: new Date() } })
+  return token.prefix
+}
+
+export async function listTokens(prisma: PrismaClient, workspaceName: string) {
+  const workspace = await findWorkspace(prisma, workspaceName)
+  return prisma.apiToken.findMany({
+    where: { workspaceId: workspace.id },
+    orderBy: { id: 'asc' },
+    select: { prefix: true, label: true, official: true, createdAt: true, revokedAt: true },
+  })
+}
+
+export async function addDomain(
+  prisma: PrismaClient,
+  options: { workspace: string; host: string; isDefault?: boolean; reservedDomains: string[] },
+) {
+  const host = normalizeHost(options.host)
+  if (!host) throw new AdminError(`"${options.host}" is not a valid host name`)
+  if (options.reservedDomains.includes(host)) {
+    throw new AdminError(`${host} is one of the service's reserved domains (RESERVED_DOMAINS)`)
+  }
+  const workspace = await findWorkspace(prisma, options.workspace)
+  const existing = await prisma.domain.findUnique({ where: { host } })
+  if (existing && existing.workspaceId !== workspace.id) throw new AdminError(`${host} belongs to another workspace`)
+  return prisma.$transaction(async (tx) => {
+    if (options.isDefault) {
+      await tx.domain.updateMany({ where: { workspaceId: workspace.id, isDefault: true }, data: { isDefault: false } })
+    }
+    return tx.domain.upsert({
+      where: { host },
+      create: { host, workspaceId: workspace.id, isDefault: options.isDefault ?? false },
+      update: options.isDefault ? { isDefault: true } : {},
+    })
+  })
+}
+
+export async function createFolder(prisma: PrismaClient, options: { workspace: string; name: string }) {
+  const name = options.name.trim()
+  if (!name) throw new AdminError('A folder needs a name')
+  const workspace = await findWorkspace(prisma, options.workspace)
+  const existing = await prisma.folder.findUnique({ where: { workspaceId_name: { workspaceId: workspace.id, name } } })
+  if (existing) throw new AdminError(`The workspace already has a folder named "${name}" (id ${existing.id})`)
+  return prisma.folder.create({ data: { workspaceId: workspace.id, name } })
+}
+
+export const MAX_SCRIPT_BYTES = 64 * 1024
+
+export async function createScript(prisma: PrismaClient, options: { workspace: string; name: string; content: string }) {
+  const name = options.name.trim()
+  if (!name) throw new AdminError('A script needs a name')
+  if (Buffer.byteLength(options.content) > MAX_SCRIPT_BYTES) throw new AdminError('A script may hold at most 64 KiB')
+  const workspace = await findWorkspace(prisma, options.workspace)
+  return prisma.script.create({ data: { workspaceId: workspace.id, name, content: options.content } })
+}
+
+export async function setLimits(
+  prisma: PrismaClient,
+  options: { workspace: string; hour?: number; day?: number },
+) {
+  for (const [flag, value] of Object.entries({ hour: options.hour, day: options.day })) {
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
+      throw new AdminError(`--${flag} must be a whole number of 0 or more`)
+    }
+  }
+  if (options.hour === undefined && options.day === undefined) throw new AdminError('Give --hour N, --day N or both')
+  const workspace = await findWorkspace(prisma, options.workspace)
+  return prisma.workspace.update({
+    where: { id: workspace.id },
+    data: { hourLimit: options.hour ?? workspace.hourLimit, dayLimit: options.day ?? workspace.dayLimit },
+  })
+}

@@ -1,0 +1,113 @@
+/**
+ * Every test file builds the real app on a database of its own: a fresh PostgreSQL database on the
+ * server named by DATABASE_URL (dropped afterwards), or an in-memory PGlite when it is unset. Files can
+ * therefore run side by side without seeing each other's data.
+ */
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { randomBytes } from 'node:crypto'
+import pg from 'pg'
+import { buildApp, type AppOptions } from '../../src/app.js'
+import { loadConfig, type Config } from '../../src/config/config.js'
+import { openDatabase, type Database } from '../../src/db/database.js'
+import { addDomain, createToken } from '../../src/workspaces/workspace-repository.js'
+
+export const DEFAULT_DOMAIN = 'short.test'
+export const OFFICIAL_DOMAIN = 'official.test'
+
+interface Teardown {
+  teardown(fn: () => unknown): void
+}
+
+export function testConfig(env: Record<string, string> = {}): Config {
+  return loadConfig({
+    DEFAULT_DOMAIN,
+    RESERVED_DOMAINS: `${DEFAULT_DOMAIN},${OFFICIAL_DOMAIN}`,
+    LOG_LEVEL: 'silent',
+    ...(process.env.DATABASE_URL ? { DATABASE_URL: process.env.DATABASE_URL } : {}),
+    ...env,
+  })
+}
+
+/** A database of the test's own, migrated, closed (and dropped) when the test ends. */
+export async function openTestDatabase(t: Teardown): Promise<{ database: Database; url?: string }> {
+  const serverUrl = process.env.DATABASE_URL
+  if (!serverUrl) {
+    const database = await openDatabase({ dataDir: 'memory://' })
+    t.teardown(() => database.close())
+    return { database }
+  }
+  const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  await admin.query(`CREATE DATABASE "${name}"`)
+  await admin.end()
+  const url = new URL(serverUrl)
+  url.pathname = `/${name}`
+  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused' })
+  t.teardown(async () => {
+    await database.close()
+    const cleanup = new pg.Client({ connectionString: serverUrl })
+    await cleanup.connect()
+    await cleanup.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+    await cleanup.end()
+  })
+  return { database, url: url.toString() }
+}
+
+export interface TestApp {
+  app: FastifyInstance
+  database: Database
+  prisma: Database['prisma']
+  config: Config
+}
+
+export async function buildTestApp(
+  t: Teardown,
+  options: { env?: Record<string, string> } & Partial<Omit<AppOptions, 'config' | 'database'>> = {},
+): Promise<TestApp> {
+  const { database } = await openTestDatabase(t)
+  const config = testConfig(options.env)
+  const app = await buildApp({ ...options, config, database, logger: options.logger ?? false })
+  t.teardown(() => app.close())
+  return { app, database, prisma: database.prisma, config }
+}
+
+/** A workspace with a token (and, optionally, domains of its own); returns the token. */
+export async function createWorkspaceToken(
+  prisma: Database['prisma'],
+  options: { workspace: string; official?: boolean; domains?: string[]; defaultDomain?: string },
+): Promise<string> {
+  const { token } = await createToken(prisma, { workspace: options.workspace, official: options.official })
+  const reserved = [DEFAULT_DOMAIN, OFFICIAL_DOMAIN]
+  for (const host of options.domains ?? []) {
+    await addDomain(prisma, { workspace: options.workspace, host, reservedDomains: reserved })
+  }
+  if (options.defaultDomain) {
+    await addDomain(prisma, { workspace: options.workspace, host: options.defaultDomain, isDefault: true, reservedDomains: reserved })
+  }
+  return token
+}
+
+/** JSON requests with a token, the way API clients send them. */
+export function client(app: FastifyInstance, token: string) {
+  const send = (method: 'POST' | 'PUT', url: string, body: unknown, headers: Record<string, string> = {}) =>
+    app.inject({
+      method,
+      url,
+      headers: { 'api-authorization': token, 'content-type': 'application/json', ...headers },
+      payload: typeof body === 'string' ? body : JSON.stringify(body),
+    })
+  return {
+    create: (link: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      send('POST', '/v1/links/create', { link, ...extra }),
+    update: (uniq: number | string, link: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+      send('PUT', `/v1/links/${uniq}`, { link, ...extra }),
+    updateByDomain: (domain: string, id: string, link: Record<string, unknown>) =>
+      send('PUT', `/v1/links/by-domain/${encodeURIComponent(domain)}/${encodeURIComponent(id)}`, { link }),
+    send,
+  }
+}
+
+export function json<T = Record<string, any>>(response: LightMyRequestResponse): T {
+  return response.json() as T
+}
