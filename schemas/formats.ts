@@ -8,7 +8,8 @@ export const MAX_URL_LENGTH = 4096
 
 /** An absolute http or https URL with a host and no white space. */
 export function isHttpUrl(value: string): boolean {
-  if (value.length > MAX_URL_LENGTH || /\s/.test(value)) return false
+  // The WHATWG parser forgives "https:///path" or "http:example.com"; a destination must spell its host out.
+  if (value.length > MAX_URL_LENGTH || /\s/.test(value) || !/^https?:\/\/[^/?#\\]/i.test(value)) return false
   let url: URL
   try {
     url = new URL(value)
@@ -34,4 +35,11 @@ export const formatMessages: Record<string, string> = {
   'country-code': 'must be an ISO 3166-1 alpha-2 country code',
   uuid: 'must be a UUID',
   'date-time': 'must be an ISO 8601 date-time',
+}
+
+/** What a failed pattern means, for the patterns the schemas use. */
+export const patternMessages: Record<string, string> = {
+  '^[0-9]+$': 'must be a string of digits',
+  '^[0-9]{1,3}$': 'must be a string of digits',
+  '^[A-Za-z0-9_-]+$': 'may contain only letters A-Z and a-z, digits, - and _',
 }

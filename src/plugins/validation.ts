@@ -2,7 +2,7 @@ import { Ajv, type ErrorObject, type Options } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
-import { customFormats, formatMessages } from '../../schemas/formats.js'
+import { customFormats, formatMessages, patternMessages } from '../../schemas/formats.js'
 import type { FieldErrorBody } from '../../schemas/problem.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
@@ -43,7 +43,8 @@ function describeSchema(schema: SchemaNode): string[] {
     case 'string':
       if (typeof schema.format === 'string' && formatMessages[schema.format])
         return [formatMessages[schema.format].replace(/^must be /, '')]
-      if (schema.pattern === '^[0-9]+$' || schema.pattern === '^[0-9]{1,3}$') return ['a string of digits']
+      if (typeof schema.pattern === 'string' && patternMessages[schema.pattern]?.startsWith('must be '))
+        return [patternMessages[schema.pattern].replace(/^must be /, '')]
       return ['a string']
     case 'integer':
       return ['an integer']
@@ -68,6 +69,8 @@ function messageOf(error: ErrorObject): string {
       return 'is required'
     case 'format':
       return formatMessages[error.params.format] ?? `must match format "${error.params.format}"`
+    case 'pattern':
+      return patternMessages[error.params.pattern] ?? `must match the pattern ${error.params.pattern}`
     case 'type':
       return `must be ${describeSchema({ type: error.params.type }).join(' or ')}`
     default:
