@@ -11,16 +11,17 @@ const EnvSchema = Type.Object({
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
   DEFAULT_DOMAIN: Type.String({ minLength: 1, default: 'short.localhost' }),
   RESERVED_DOMAINS: Type.String({ minLength: 1, default: 'short.localhost,links.localhost' }),
-  LOG_LEVEL: Type.Union(
-    ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((level) => Type.Literal(level)),
-    { default: 'info' },
-  ),
+  LOG_LEVEL: Type.Unsafe<string>({
+    type: 'string',
+    enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+    default: 'info',
+  }),
   TRUST_PROXY: Type.String({ default: 'false' }),
   COUNTRY_HEADER: Type.String({ minLength: 1, default: 'cf-ipcountry' }),
   AUTOFILL_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 60000, default: 3000 }),
   AUTOFILL_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 52428800, default: 1048576 }),
   AUTOFILL_ALLOW_PRIVATE: Type.Boolean({ default: false }),
-  RATE_LIMIT_ON_REDIS_ERROR: Type.Union([Type.Literal('allow'), Type.Literal('deny')], { default: 'allow' }),
+  RATE_LIMIT_ON_REDIS_ERROR: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], default: 'allow' }),
 })
 
 type Env = Static<typeof EnvSchema>
@@ -41,7 +42,28 @@ export interface Config {
   rateLimitOnRedisError: 'allow' | 'deny'
 }
 
-export class ConfigError extends Error {}
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+interface EnvSchemaError {
+  instancePath: string
+  message?: string
+  params: { allowedValues?: unknown[] }
+}
+
+/** "PORT must be integer; LOG_LEVEL must be one of: fatal, error, …" */
+function describeEnvErrors(error: Error & { errors?: EnvSchemaError[] }): string {
+  if (!error.errors) return error.message
+  return error.errors
+    .map((e) => {
+      const variable = e.instancePath.replace(/^\//, '')
+      return e.params.allowedValues
+        ? `${variable} must be one of: ${e.params.allowedValues.join(', ')}`
+        : `${variable} ${e.message}`
+    })
+    .join('; ')
+}
 
 /** Lower-case ASCII (punycode) form of a host name, or undefined when it is not a valid host name. */
 export function normalizeHost(input: string): string | undefined {
@@ -75,7 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   try {
     parsed = envSchema<Env>({ schema: EnvSchema, data, env: false, dotenv: env === process.env })
   } catch (error) {
-    throw new ConfigError(`Invalid configuration: ${(error as Error).message}`)
+    throw new ConfigError(`Invalid configuration: ${describeEnvErrors(error as Error)}`)
   }
 
   const defaultDomain = parseHost('DEFAULT_DOMAIN', parsed.DEFAULT_DOMAIN)

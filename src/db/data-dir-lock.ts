@@ -1,7 +1,9 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 
-export class DataDirInUseError extends Error {}
+export class DataDirInUseError extends Error {
+  override name = 'DataDirInUseError'
+}
 
 function isRunning(pid: number): boolean {
   try {

@@ -55,7 +55,8 @@ export function readMigrations(directory = migrationsDirectory()): Migration[] {
 
 /** Applies every migration not yet recorded as finished, each in its own transaction; returns their names. */
 export async function applyMigrations(db: SqlRunner, migrations = readMigrations()): Promise<string[]> {
-  await db.query('SELECT pg_advisory_lock($1)', [PRISMA_ADVISORY_LOCK])
+  // Selecting a constant rather than the void result keeps every driver able to read the row.
+  await db.query('SELECT 1 AS locked FROM (SELECT pg_advisory_lock($1)) AS lock', [PRISMA_ADVISORY_LOCK])
   try {
     await db.exec(CREATE_MIGRATIONS_TABLE)
     const rows = await db.query(

@@ -1,9 +1,11 @@
-import { displayPrefix, generateToken, hashToken } from '../auth/tokens.js'
+import { DISPLAY_PREFIX_LENGTH, displayPrefix, generateToken, hashToken } from '../auth/tokens.js'
 import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 
 /** Errors of administrative operations (the command line), said plainly to an operator. */
-export class AdminError extends Error {}
+export class AdminError extends Error {
+  override name = 'AdminError'
+}
 
 export async function findWorkspace(prisma: PrismaClient, name: string) {
   const workspace = await prisma.workspace.findUnique({ where: { name } })
@@ -46,9 +48,12 @@ export async function revokeToken(prisma: PrismaClient, tokenOrPrefix: string): 
   const text = tokenOrPrefix.trim()
   if (text.length < 6) throw new AdminError('Give the token or its prefix (at least 6 characters)')
   const byHash = await prisma.apiToken.findUnique({ where: { hash: hashToken(text) } })
+  // Prisma's startsWith is a SQL LIKE, where "_" (a token character) is a wildcard: narrow in SQL, decide here.
   const candidates = byHash
     ? [byHash]
-    : await prisma.apiToken.findMany({ where: { prefix: { startsWith: text }, revokedAt: null } })
+    : (await prisma.apiToken.findMany({ where: { prefix: { startsWith: text.slice(0, DISPLAY_PREFIX_LENGTH) }, revokedAt: null } })).filter(
+        (token) => token.prefix.startsWith(text),
+      )
   if (candidates.length === 0) throw new AdminError(`No live token matches "${text}"`)
   if (candidates.length > 1) throw new AdminError(`"${text}" matches ${candidates.length} tokens; give more of it`)
   const [token] = candidates
@@ -113,8 +118,8 @@ export async function setLimits(
   options: { workspace: string; hour?: number; day?: number },
 ) {
   for (const [flag, value] of Object.entries({ hour: options.hour, day: options.day })) {
-    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0)) {
-      throw new AdminError(`--${flag} must be a whole number of 0 or more`)
+    if (value !== undefined && (!Number.isSafeInteger(value) || value < 0 || value > 2_147_483_647)) {
+      throw new AdminError(`--${flag} must be a whole number from 0 to 2147483647`)
     }
   }
   if (options.hour === undefined && options.day === undefined) throw new AdminError('Give --hour N, --day N or both')
@@ -123,4 +128,12 @@ export async function setLimits(
     where: { id: workspace.id },
     data: { hourLimit: options.hour ?? workspace.hourLimit, dayLimit: options.day ?? workspace.dayLimit },
   })
+}
+
+/** Quotas of a workspace that has none of its own (contract section 8), for create and update alike. */
+export const DEFAULT_LIMITS = { hour: 1000, day: 10_000 } as const
+
+/** The quotas that apply to a workspace: its own, or the defaults where it has none. */
+export function effectiveLimits(workspace: { hourLimit: number | null; dayLimit: number | null }) {
+  return { hour: workspace.hourLimit ?? DEFAULT_LIMITS.hour, day: workspace.dayLimit ?? DEFAULT_LIMITS.day }
 }

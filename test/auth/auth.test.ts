@@ -1,0 +1,103 @@
+/** Contract section 2: tokens, workspace isolation, the bad-token throttle, and what never reaches a log. */
+import { Writable } from 'node:stream'
+import t from 'tap'
+import { BadTokenThrottle } from '../../src/auth/bad-token-throttle.js'
+import { hashToken } from '../../src/auth/tokens.js'
+import { revokeToken } from '../../src/workspaces/workspace-repository.js'
+import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
+
+const logLines: string[] = []
+const logStream = new Writable({
+  write(chunk, _encoding, done) {
+    logLines.push(chunk.toString())
+    done()
+  },
+})
+const { app, prisma } = await buildTestApp(t, { logger: { level: 'trace', stream: logStream } })
+const aliceToken = await createWorkspaceToken(prisma, { workspace: 'alice', defaultDomain: 'go.alice.test' })
+const bobToken = await createWorkspaceToken(prisma, { workspace: 'bob', defaultDomain: 'go.bob.test' })
+const alice = client(app, aliceToken)
+const bob = client(app, bobToken)
+
+t.test('missing, unknown and revoked tokens get 401', async (t) => {
+  const { token: revoked } = await import('../../src/workspaces/workspace-repository.js').then((m) =>
+    m.createToken(prisma, { workspace: 'alice', label: 'to revoke' }),
+  )
+  t.equal((await client(app, revoked).create({ url: 'https://example.com/' })).statusCode, 201, 'works before revocation')
+  await revokeToken(prisma, revoked)
+  for (const headers of [{}, { 'api-authorization': 'sl_not-a-real-token' }, { 'api-authorization': revoked }, { 'api-authorization': '' }]) {
+    const response = await app.inject({
+      method: 'POST',
+      url: '/v1/links/create',
+      headers: { 'content-type': 'application/json', ...headers },
+      payload: { link: { url: 'https://example.com/' } },
+    })
+    t.equal(response.statusCode, 401)
+    t.match(response.json(), { code: 'unauthorized', status: 401 })
+  }
+})
+
+t.test('tokens are stored only as SHA-256 hashes with a display prefix', async (t) => {
+  const rows = await prisma.apiToken.findMany()
+  t.ok(rows.length >= 2)
+  for (const row of rows) {
+    t.match(row.hash, /^[0-9a-f]{64}$/)
+    t.equal(row.prefix.length, 11)
+  }
+  t.ok(rows.some((row) => row.hash === hashToken(aliceToken)))
+  t.notOk(JSON.stringify(rows).includes(aliceToken))
+})
+
+t.test("another workspace's link behaves exactly as if it did not exist", async (t) => {
+  const link = (await alice.create({ url: 'https://example.com/', id: 'mine' })).json()
+  const byUniq = await bob.update(link.uniq, { title: 'stolen' })
+  const byDomain = await bob.updateByDomain('go.alice.test', 'mine', { title: 'stolen' })
+  const missing = await bob.update(99999, { title: 'x' })
+  for (const response of [byUniq, byDomain]) {
+    t.equal(response.statusCode, 404)
+    t.same(response.json(), missing.json(), 'the same answer as a link that does not exist')
+  }
+  t.equal((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).title, null)
+})
+
+t.test('more than 30 bad tokens from one address in a minute get 429 until the minute has passed', async (t) => {
+  let now = 1_000_000
+  const throttled = await buildTestApp(t, { throttle: new BadTokenThrottle(30, 60_000, () => now) })
+  const good = await createWorkspaceToken(throttled.prisma, { workspace: 'w', defaultDomain: 'go.w.test' })
+  const attempt = (token: string, remoteAddress = '203.0.113.7') =>
+    throttled.app.inject({
+      method: 'POST',
+      url: '/v1/links/create',
+      remoteAddress,
+      headers: { 'api-authorization': token, 'content-type': 'application/json' },
+      payload: { link: { url: 'https://example.com/' } },
+    })
+  for (let i = 1; i <= 30; i++) t.equal((await attempt(`sl_guess${i}`)).statusCode, 401, `guess ${i}`)
+  const limited = await attempt('sl_guess31')
+  t.equal(limited.statusCode, 429)
+  t.equal(limited.json().code, 'rate_limited')
+  t.equal(limited.headers['retry-after'], '60')
+  t.equal((await attempt(good)).statusCode, 429, 'even a right token: a lucky guess cannot be told apart')
+  t.equal((await attempt(good, '198.51.100.1')).statusCode, 201, 'other addresses are not affected')
+  now += 59_000
+  t.equal((await attempt(good)).headers['retry-after'], '1')
+  now += 1_000
+  t.equal((await attempt(good)).statusCode, 201, 'after the minute the address may try again')
+})
+
+t.test('neither tokens nor passwords ever reach the log', async (t) => {
+  const response = await alice.create({
+    url: 'https://example.com/',
+    passwordProtect: { enable: true, password: 'hunter2-very-secret' },
+  })
+  t.equal(response.statusCode, 201)
+  await client(app, 'sl_wrong-token-value').create({ url: 'https://example.com/' })
+  await alice.create({ url: 'not a url', passwordProtect: { enable: true, password: 'hunter2-very-secret' } })
+  const log = logLines.join('')
+  t.ok(log.length > 0, 'something was logged')
+  t.match(log, /"reqId"/, 'log lines carry the request id')
+  for (const secret of [aliceToken, bobToken, 'sl_wrong-token-value', 'hunter2-very-secret']) {
+    t.notOk(log.includes(secret), `the log does not contain ${secret.slice(0, 6)}…`)
+  }
+  t.notOk(response.body.includes('hunter2'), 'nor does the response')
+})

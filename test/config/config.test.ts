@@ -1,0 +1,67 @@
+import t from 'tap'
+import { loadConfig } from '../../src/config/config.js'
+
+t.test('defaults', async (t) => {
+  const config = loadConfig({})
+  t.match(config, {
+    port: 3000,
+    host: '127.0.0.1',
+    databaseUrl: undefined,
+    dataDir: './data',
+    redisUrl: undefined,
+    defaultDomain: 'short.localhost',
+    reservedDomains: ['short.localhost', 'links.localhost'],
+    logLevel: 'info',
+    trustProxy: false,
+    countryHeader: 'cf-ipcountry',
+    autofill: { timeoutMs: 3000, maxBytes: 1048576, allowPrivate: false },
+    rateLimitOnRedisError: 'allow',
+  })
+})
+
+t.test('values are parsed and normalised', async (t) => {
+  const config = loadConfig({
+    PORT: '8080',
+    DEFAULT_DOMAIN: 'Go.Brand.COM',
+    RESERVED_DOMAINS: 'go.brand.com, bücher.example',
+    TRUST_PROXY: '10.0.0.0/8,127.0.0.1',
+    COUNTRY_HEADER: 'X-Country',
+    AUTOFILL_ALLOW_PRIVATE: 'true',
+    RATE_LIMIT_ON_REDIS_ERROR: 'deny',
+    DATABASE_URL: 'postgresql://u@db:5432/x',
+    REDIS_URL: 'redis://cache:6379',
+    EMPTY_IS_UNSET: '',
+    PORT_UNUSED: 'ignored',
+  })
+  t.equal(config.port, 8080)
+  t.equal(config.defaultDomain, 'go.brand.com')
+  t.same(config.reservedDomains, ['go.brand.com', 'xn--bcher-kva.example'])
+  t.same(config.trustProxy, ['10.0.0.0/8', '127.0.0.1'])
+  t.equal(config.countryHeader, 'x-country')
+  t.equal(config.autofill.allowPrivate, true)
+  t.equal(config.rateLimitOnRedisError, 'deny')
+  t.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
+  t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
+  t.equal(loadConfig({ PORT: '' }).port, 3000, 'an empty variable counts as unset')
+})
+
+t.test('an invalid value stops the start with a message naming the variable', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ PORT: 'eighty' }, /PORT/],
+    [{ PORT: '70000' }, /PORT/],
+    [{ LOG_LEVEL: 'loud' }, /LOG_LEVEL must be one of: fatal, error, warn, info, debug, trace, silent/],
+    [{ DATABASE_URL: 'mysql://x' }, /DATABASE_URL/],
+    [{ REDIS_URL: 'http://x' }, /REDIS_URL/],
+    [{ AUTOFILL_TIMEOUT_MS: '0' }, /AUTOFILL_TIMEOUT_MS/],
+    [{ AUTOFILL_MAX_BYTES: 'lots' }, /AUTOFILL_MAX_BYTES/],
+    [{ AUTOFILL_ALLOW_PRIVATE: 'maybe' }, /AUTOFILL_ALLOW_PRIVATE/],
+    [{ RATE_LIMIT_ON_REDIS_ERROR: 'ignore' }, /RATE_LIMIT_ON_REDIS_ERROR/],
+    [{ DEFAULT_DOMAIN: 'not a host!' }, /DEFAULT_DOMAIN/],
+    [{ RESERVED_DOMAINS: 'a.test,bad host' }, /RESERVED_DOMAINS/],
+    [{ DEFAULT_DOMAIN: 'x.test', RESERVED_DOMAINS: 'a.test,b.test' }, /RESERVED_DOMAINS must include DEFAULT_DOMAIN/],
+    [{ TRUST_PROXY: 'sometimes' }, /TRUST_PROXY/],
+  ]
+  for (const [env, message] of cases) {
+    t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
+  }
+})

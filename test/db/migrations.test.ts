@@ -1,0 +1,80 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { acquireDataDirLock } from '../../src/db/data-dir-lock.js'
+import { openDatabase } from '../../src/db/database.js'
+import { applyMigrations, readMigrations, type SqlRunner } from '../../src/db/migrate.js'
+import { diffMigrationsToSchema } from '../../src/db/migration-diff.js'
+import { openTestDatabase } from '../support/test-app.js'
+
+t.test('schema.prisma and the committed migrations agree', async (t) => {
+  const drift = await diffMigrationsToSchema()
+  t.equal(drift, '', 'no SQL is needed to go from the migrations to schema.prisma; run `npm run db:diff -- <name>` after a schema change')
+})
+
+t.test('migrations are recorded in Prisma\'s table and applying them again does nothing', async (t) => {
+  const { database } = await openTestDatabase(t)
+  const rows = await database.prisma.$queryRawUnsafe<{ migration_name: string; checksum: string; finished_at: Date }[]>(
+    'SELECT migration_name, checksum, finished_at FROM "_prisma_migrations" ORDER BY migration_name',
+  )
+  const committed = readMigrations()
+  t.same(rows.map((row) => row.migration_name), committed.map((m) => m.name))
+  t.same(rows.map((row) => row.checksum), committed.map((m) => m.checksum))
+  t.ok(rows.every((row) => row.finished_at))
+
+  const runner: SqlRunner = {
+    query: (sql, params = []) => database.prisma.$queryRawUnsafe(sql, ...params),
+    exec: async (sql) => {
+      await database.prisma.$executeRawUnsafe(sql)
+    },
+  }
+  t.same(await applyMigrations(runner), [], 'nothing left to apply')
+})
+
+t.test('a failing migration is rolled back and reported by name', async (t) => {
+  const { database } = await openTestDatabase(t)
+  const statements: string[] = []
+  const runner: SqlRunner = {
+    query: async (sql, params = []) => {
+      statements.push(sql)
+      return database.prisma.$queryRawUnsafe(sql, ...params)
+    },
+    exec: async (sql) => {
+      statements.push(sql)
+      if (sql.includes('broken_table')) throw new Error('syntax error at "BROKEN"')
+    },
+  }
+  const bad = [{ name: '29990101000000_broken', sql: 'CREATE TABLE broken_table (BROKEN);', checksum: 'x' }]
+  await t.rejects(applyMigrations(runner, bad), /Migration 29990101000000_broken failed: syntax error/)
+  t.ok(statements.includes('ROLLBACK'))
+  const recorded = await database.prisma.$queryRawUnsafe<unknown[]>(
+    `SELECT 1 FROM "_prisma_migrations" WHERE migration_name = '29990101000000_broken'`,
+  )
+  t.equal(recorded.length, 0)
+})
+
+t.test('the embedded database directory is locked to one process', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'shortlinks-lock-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const release = acquireDataDirLock(dir)
+  // The lock names the live parent process (pid 1 is always alive), as a server holding it would.
+  writeFileSync(join(dir, 'shortlinks.lock'), '1')
+  t.throws(() => acquireDataDirLock(dir), { name: 'DataDirInUseError', message: /in use by process 1/ })
+  // A stale lock (its process gone) is taken over.
+  writeFileSync(join(dir, 'shortlinks.lock'), '999999999')
+  const again = acquireDataDirLock(dir)
+  again()
+  release()
+})
+
+t.test('the embedded database keeps its data on disk across restarts', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'shortlinks-data-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const first = await openDatabase({ dataDir: dir })
+  await first.prisma.workspace.create({ data: { name: 'persisted' } })
+  await first.close()
+  const second = await openDatabase({ dataDir: dir })
+  t.equal((await second.prisma.workspace.findUnique({ where: { name: 'persisted' } }))?.name, 'persisted')
+  await second.close()
+})

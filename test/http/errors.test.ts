@@ -1,0 +1,116 @@
+/** Contract sections 1 and 6: every status code and its problem+json body. */
+import type { LightMyRequestResponse } from 'fastify'
+import type { Test } from 'tap'
+import t from 'tap'
+import { buildApp } from '../../src/app.js'
+import type { Database } from '../../src/db/database.js'
+import { openDatabase } from '../../src/db/database.js'
+import { buildTestApp, client, createWorkspaceToken, testConfig } from '../support/test-app.js'
+
+const { app, prisma } = await buildTestApp(t)
+const token = await createWorkspaceToken(prisma, { workspace: 'errs', defaultDomain: 'go.errs.test' })
+const api = client(app, token)
+
+function assertProblem(t: Test, response: LightMyRequestResponse, status: number, code: string) {
+  t.equal(response.statusCode, status)
+  t.match(response.headers['content-type'], /^application\/problem\+json/)
+  t.match(response.json(), { type: 'about:blank', title: String, status, code, detail: String })
+}
+
+t.test('400 invalid_json for a body that is not JSON', async (t) => {
+  for (const payload of ['{"link": ', 'not json', '{"link": {"url": "https://example.com/",}}']) {
+    const response = await api.send('POST', '/v1/links/create', payload)
+    assertProblem(t, response, 400, 'invalid_json')
+  }
+  const empty = await api.send('POST', '/v1/links/create', '')
+  assertProblem(t, empty, 400, 'invalid_json')
+})
+
+t.test('400 validation_failed for JSON that is not an envelope', async (t) => {
+  for (const payload of ['[]', '"text"', '42', '{}', '{"link": null}', '{"link": []}']) {
+    const response = await api.send('POST', '/v1/links/create', payload)
+    assertProblem(t, response, 400, 'validation_failed')
+    t.ok(response.json().errors.length > 0)
+  }
+})
+
+t.test('413 payload_too_large for a body over 64 KiB, even when it is valid JSON', async (t) => {
+  const response = await api.create({ url: 'https://example.com/', note: 'x'.repeat(70 * 1024) })
+  assertProblem(t, response, 413, 'payload_too_large')
+  const atLimit = await api.create({ url: 'https://example.com/', note: 'y'.repeat(4096), description: 'z'.repeat(2048) })
+  t.equal(atLimit.statusCode, 201, 'a body under the limit is fine')
+})
+
+t.test('415 unsupported_media_type without Content-Type: application/json', async (t) => {
+  const body = JSON.stringify({ link: { url: 'https://example.com/' } })
+  for (const contentType of ['text/plain', 'application/x-www-form-urlencoded', 'application/xml', undefined]) {
+    for (const [method, url] of [['POST', '/v1/links/create'], ['PUT', '/v1/links/1']] as const) {
+      const response = await app.inject({
+        method,
+        url,
+        headers: { 'api-authorization': token, ...(contentType ? { 'content-type': contentType } : {}) },
+        payload: body,
+      })
+      assertProblem(t, response, 415, 'unsupported_media_type')
+    }
+  }
+  const withCharset = await api.send('POST', '/v1/links/create', body, { 'content-type': 'application/json; charset=utf-8' })
+  t.equal(withCharset.statusCode, 201)
+})
+
+t.test('401 unauthorized comes before anything about the body', async (t) => {
+  const response = await app.inject({ method: 'POST', url: '/v1/links/create', payload: 'not json', headers: { 'content-type': 'text/plain' } })
+  assertProblem(t, response, 401, 'unauthorized')
+})
+
+t.test('404 not_found for unknown routes, as problem+json', async (t) => {
+  const response = await app.inject({ method: 'GET', url: '/v1/nothing-here' })
+  assertProblem(t, response, 404, 'not_found')
+})
+
+t.test('every response carries a request id, the caller\'s when it sends a sane one', async (t) => {
+  const given = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'lb-1234' } })
+  t.equal(given.headers['x-request-id'], 'lb-1234')
+  const generated = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'bad id with spaces' } })
+  t.match(generated.headers['x-request-id'], /^[0-9a-f-]{36}$/)
+})
+
+t.test('healthz and readyz', async (t) => {
+  t.same((await app.inject('/healthz')).json(), { status: 'ok' })
+  const ready = await app.inject('/readyz')
+  t.equal(ready.statusCode, 200)
+  t.same(ready.json(), { status: 'ready' })
+})
+
+t.test('503 unavailable when the database cannot be reached, without hanging', async (t) => {
+  const unreachable = await openDatabase({ databaseUrl: 'postgresql://postgres@127.0.0.1:9/none', dataDir: 'unused', migrate: false })
+  const broken = await buildApp({ config: testConfig(), database: unreachable, closeDatabase: true, logger: false })
+  t.teardown(() => broken.close())
+  const started = Date.now()
+  const response = await client(broken, token).create({ url: 'https://example.com/' })
+  assertProblem(t, response, 503, 'unavailable')
+  t.ok(Date.now() - started < 5000, 'answers within the connect timeout')
+  const ready = await broken.inject('/readyz')
+  t.equal(ready.statusCode, 503)
+  t.equal((await broken.inject('/healthz')).statusCode, 200, 'the process is still alive')
+})
+
+t.test('500 internal says nothing about internals', async (t) => {
+  const failing = {
+    kind: 'postgres',
+    ping: async () => true,
+    close: async () => {},
+    prisma: {
+      apiToken: {
+        findUnique: async () => {
+          throw new Error('relation "secret_table" does not exist at /srv/app/internal.ts')
+        },
+      },
+    },
+  } as unknown as Database
+  const broken = await buildApp({ config: testConfig(), database: failing, logger: false })
+  t.teardown(() => broken.close())
+  const response = await client(broken, token).create({ url: 'https://example.com/' })
+  assertProblem(t, response, 500, 'internal')
+  t.notMatch(response.body, /secret_table|internal\.ts|relation/)
+})

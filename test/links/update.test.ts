@@ -1,0 +1,194 @@
+/** Contract section 7: both update paths merge, null clears, identity cannot change, unknown links are 404. */
+import t from 'tap'
+import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
+
+const { app, prisma } = await buildTestApp(t)
+const token = await createWorkspaceToken(prisma, { workspace: 'upd', defaultDomain: 'go.upd.test' })
+const api = client(app, token)
+
+let counter = 0
+async function newLink(extra: Record<string, unknown> = {}) {
+  const response = await api.create({
+    url: 'https://example.com/original',
+    id: `link-${++counter}`,
+    title: 'Original title',
+    description: 'Original description',
+    tags: ['one', 'two'],
+    note: 'a note',
+    pixels: [{ platform: 'ga', value: 'UA-1' }],
+    extraOptionsGeolocations: [{ url: 'https://example.de/', value: 'DE' }],
+    linkExpiration: { enable: true, end: '2030-01-01T00:00:00.000Z', url: 'https://example.com/expired', timezone: 0 },
+    passwordProtect: { enable: true, password: 'first secret' },
+    ...extra,
+  })
+  if (response.statusCode !== 201) throw new Error(response.body)
+  return response.json()
+}
+
+t.test('PUT /v1/links/{uniqId} replaces only the fields present', async (t) => {
+  const link = await newLink()
+  const response = await api.update(link.uniq, { title: 'New title', tags: 'three, four' })
+  t.equal(response.statusCode, 200)
+  const updated = response.json()
+  t.equal(updated.title, 'New title')
+  t.same(updated.tags, ['three', 'four'], 'arrays are replaced as a whole')
+  t.equal(updated.description, 'Original description', 'absent fields are kept')
+  t.equal(updated.url, 'https://example.com/original')
+  t.same(updated.pixels.map((p: { value: string }) => p.value), ['UA-1'])
+  t.same(updated.extraOptionsGeolocations, link.extraOptionsGeolocations)
+  t.same(updated.linkExpiration, link.linkExpiration)
+  t.equal(updated.createdDate, link.createdDate)
+  t.ok(updated.updatedDate >= link.updatedDate)
+  const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+  t.equal(stored.title, 'New title')
+  t.equal(stored.description, 'Original description')
+})
+
+t.test('PUT /v1/links/by-domain/{domain}/{id} merges the same way, matching the slug in any case', async (t) => {
+  const link = await newLink()
+  const response = await api.updateByDomain('GO.upd.test', link.id.toUpperCase(), { url: 'https://example.com/changed' })
+  t.equal(response.statusCode, 200)
+  t.equal(response.json().uniq, link.uniq)
+  t.equal(response.json().url, 'https://example.com/changed')
+  t.equal(response.json().id, link.id, 'the slug keeps its spelling')
+  t.equal(response.json().title, 'Original title')
+})
+
+t.test('null clears nullable fields', async (t) => {
+  const link = await newLink()
+  const response = await api.update(link.uniq, {
+    title: null,
+    description: null,
+    note: null,
+    image: null,
+    favicon: null,
+    folderId: null,
+    linkScripts: null,
+    linkExpiration: null,
+    passwordProtect: null,
+  })
+  t.equal(response.statusCode, 200)
+  t.match(response.json(), {
+    title: null,
+    description: null,
+    note: null,
+    image: null,
+    favicon: null,
+    folderId: null,
+    linkScripts: null,
+    linkExpiration: null,
+    passwordProtect: null,
+  })
+  const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+  t.equal(stored.passwordHash, null, 'clearing password protection drops the hash')
+  t.equal(stored.expiresAt, null)
+})
+
+t.test('null is refused for fields that are not nullable, and nothing changes', async (t) => {
+  const link = await newLink()
+  for (const field of ['url', 'tags', 'pixels', 'showGDPR', 'masking', 'extraOptionsGeolocations', 'extraOptionsLinkRotator']) {
+    const response = await api.update(link.uniq, { [field]: null, title: 'should not be stored' })
+    t.equal(response.statusCode, 400, field)
+    t.equal(response.json().errors[0].path, `/link/${field}`)
+  }
+  const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+  t.equal(stored.title, 'Original title')
+})
+
+t.test('an empty link object is valid and returns the link unchanged', async (t) => {
+  const link = await newLink()
+  const response = await api.update(link.uniq, {})
+  t.equal(response.statusCode, 200)
+  t.same(response.json(), link)
+})
+
+t.test("repeating the link's own domain and id is accepted; a different one is 400", async (t) => {
+  const link = await newLink()
+  const same = await api.update(link.uniq, { domain: 'GO.UPD.TEST', id: link.id, note: 'repeated identity' })
+  t.equal(same.statusCode, 200)
+  t.equal(same.json().note, 'repeated identity')
+
+  const otherDomain = await api.update(link.uniq, { domain: 'elsewhere.test', note: 'x' })
+  t.equal(otherDomain.statusCode, 400)
+  t.same(otherDomain.json().errors.map((e: { path: string }) => e.path), ['/link/domain'])
+  const otherId = await api.update(link.uniq, { id: 'renamed', note: 'x' })
+  t.equal(otherId.statusCode, 400)
+  t.same(otherId.json().errors.map((e: { path: string }) => e.path), ['/link/id'])
+  t.equal((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).note, 'repeated identity')
+})
+
+t.test('unknown links are 404 on both paths', async (t) => {
+  for (const response of [
+    await api.update(987654, { title: 'x' }),
+    await api.update('99999999999999', { title: 'x' }),
+    await api.updateByDomain('go.upd.test', 'no-such-slug', { title: 'x' }),
+    await api.updateByDomain('not a host', 'x', { title: 'x' }),
+  ]) {
+    t.equal(response.statusCode, 404)
+    t.match(response.headers['content-type'], /^application\/problem\+json/)
+    t.match(response.json(), { code: 'not_found', status: 404, title: 'Not Found' })
+  }
+  const badId = await api.update('abc', { title: 'x' })
+  t.equal(badId.statusCode, 400)
+  t.equal(badId.json().errors[0].path, '/uniqId')
+})
+
+t.test('password: {enable: true} alone keeps the stored hash; a new password replaces it', async (t) => {
+  const link = await newLink()
+  const original = (await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).passwordHash
+
+  const disabled = await api.update(link.uniq, { passwordProtect: { enable: false } })
+  t.same(disabled.json().passwordProtect, { enable: false })
+  const enabled = await api.update(link.uniq, { passwordProtect: { enable: true } })
+  t.equal(enabled.statusCode, 200)
+  t.same(enabled.json().passwordProtect, { enable: true })
+  t.equal((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).passwordHash, original)
+
+  const changed = await api.update(link.uniq, { passwordProtect: { enable: true, password: 'second secret' } })
+  t.equal(changed.statusCode, 200)
+  t.notOk(changed.body.includes('second secret'))
+  const hash = (await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).passwordHash
+  t.not(hash, original)
+  t.match(hash, /^scrypt\$/)
+})
+
+t.test('password: enabling a link that never had one without giving one is 400', async (t) => {
+  const link = await newLink({ passwordProtect: null })
+  const response = await api.update(link.uniq, { passwordProtect: { enable: true } })
+  t.equal(response.statusCode, 400)
+  t.same(response.json().errors, [{ path: '/link/passwordProtect/password', message: 'is required to enable password protection' }])
+  t.equal((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).passwordEnable, null)
+})
+
+t.test('pixels given on update replace the list, in the order given', async (t) => {
+  const link = await newLink()
+  const response = await api.update(link.uniq, {
+    pixels: [{ platform: 'twitter', value: 'tw-1' }, link.pixels[0].id, { platform: 'quora', value: 'q-1' }],
+  })
+  t.equal(response.statusCode, 200)
+  t.same(response.json().pixels.map((p: { value: string }) => p.value), ['tw-1', 'UA-1', 'q-1'])
+  const cleared = await api.update(link.uniq, { pixels: [] })
+  t.same(cleared.json().pixels, [])
+  t.equal(await prisma.linkPixel.count({ where: { linkUniq: link.uniq } }), 0)
+})
+
+t.test('an update that fails validation changes nothing', async (t) => {
+  const link = await newLink()
+  const before = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq }, include: { pixels: true } })
+  const response = await api.update(link.uniq, {
+    title: 'changed',
+    pixels: [{ platform: 'pinterest', value: 'p-1' }],
+    extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: 70 }, { url: 'https://example.com/b', value: 70 }],
+  })
+  t.equal(response.statusCode, 400)
+  const after = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq }, include: { pixels: true } })
+  t.same(after, before)
+  t.equal(await prisma.pixel.count({ where: { value: 'p-1' } }), 0, 'no pixel was created either')
+})
+
+t.test('the update redirect-loop check covers the new destination', async (t) => {
+  const link = await newLink()
+  const response = await api.update(link.uniq, { url: 'https://go.upd.test/other' })
+  t.equal(response.statusCode, 400)
+  t.equal(response.json().code, 'redirect_loop')
+})

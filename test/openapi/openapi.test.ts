@@ -1,0 +1,228 @@
+/**
+ * The OpenAPI document (GET /openapi.json) and the docs page (GET /docs): the served document is the committed
+ * snapshot, it is a valid and complete OpenAPI 3.1 description of every /v1 route, its examples are valid
+ * instances of their schemas, and the answers on the wire match what it documents.
+ */
+import { readFile } from 'node:fs/promises'
+import { Validator } from '@seriousme/openapi-schema-validator'
+import { Ajv2020 } from 'ajv/dist/2020.js'
+import addFormatsModule from 'ajv-formats'
+import type { FastifyInstance } from 'fastify'
+import t from 'tap'
+import { customFormats } from '../../schemas/formats.js'
+import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
+
+type Json = Record<string, any>
+
+const SNAPSHOT = new URL('../../schemas/openapi.snapshot.json', import.meta.url)
+const PROBLEM_REF = '#/components/schemas/Problem'
+const LINK_RECORD_REF = '#/components/schemas/LinkRecord'
+
+/** Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8). */
+const EXPECTED_STATUSES: Record<string, number[]> = {
+  createLink: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
+  updateLink: [200, 400, 401, 404, 413, 415, 429, 500, 503],
+  updateLinkByDomain: [200, 400, 401, 404, 413, 415, 429, 500, 503],
+}
+
+const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
+
+/**
+ * The routes the app registers, read from Fastify's own route tree (printRoutes), independently of the
+ * document: `METHOD /path/{param}` for each. Each line of the tree is `<indent>├── <segment> (<METHODS>)`,
+ * four characters of indentation per level, a segment continuing its parent's path.
+ */
+function registeredRoutes(app: FastifyInstance): string[] {
+  const routes: string[] = []
+  const stack: string[] = []
+  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
+    const match = /^(.*?)[├└]── (.+?)(?: \(([^)]+)\))?$/.exec(line)
+    if (!match) continue
+    const depth = match[1].length / 4
+    stack.length = depth
+    stack.push(match[2])
+    const path = stack.join('').replace(/:(\w+)/g, '{$1}')
+    for (const method of match[3]?.split(', ') ?? []) routes.push(`${method} ${path}`)
+  }
+  return routes
+}
+
+/** The document's operations under /v1 as `METHOD /path` → operation. */
+function documentedOperations(document: Json): Map<string, Json> {
+  const operations = new Map<string, Json>()
+  for (const [path, item] of Object.entries<Json>(document.paths)) {
+    for (const method of HTTP_METHODS) {
+      if (item[method]) operations.set(`${method.toUpperCase()} ${path}`, item[method])
+    }
+  }
+  return operations
+}
+
+/** Validates instances against the document's own schemas, with the service's custom formats. */
+function schemaChecker(document: Json) {
+  type AddFormats = (ajv: Ajv2020) => Ajv2020
+  const addFormats: AddFormats =
+    (addFormatsModule as unknown as { default: AddFormats }).default ?? (addFormatsModule as unknown as AddFormats)
+  const ajv = new Ajv2020({ strict: false, allErrors: true })
+  addFormats(ajv)
+  for (const [name, check] of Object.entries(customFormats)) ajv.addFormat(name, { type: 'string', validate: check })
+  // The schemas' $refs point into the document (#/components/schemas/…): compile them with the components beside.
+  const compiled = new Map<string, ReturnType<typeof ajv.compile>>()
+  return (schema: Json, value: unknown): string[] => {
+    const key = JSON.stringify(schema)
+    const validate = compiled.get(key) ?? ajv.compile({ ...schema, components: document.components })
+    compiled.set(key, validate)
+    return validate(value) ? [] : (validate.errors ?? []).map((error) => `${error.instancePath} ${error.message}`)
+  }
+}
+
+// One app (and database) for the whole file: nothing here depends on another test's data.
+const { app, prisma } = await buildTestApp(t)
+
+t.test('the document', async (t) => {
+  const served = await app.inject({ method: 'GET', url: '/openapi.json' })
+  t.equal(served.statusCode, 200)
+  t.match(served.headers['content-type'], /^application\/json/)
+  const document = served.json<Json>()
+  const check = schemaChecker(document)
+
+  t.test('equals the committed snapshot', async (t) => {
+    const snapshot = JSON.parse(await readFile(SNAPSHOT, 'utf8'))
+    t.strictSame(
+      document,
+      snapshot,
+      'GET /openapi.json differs from schemas/openapi.snapshot.json. If the API change is intended, run ' +
+        '`npm run openapi:snapshot` and commit the updated snapshot; otherwise a route or schema changed by accident.',
+    )
+  })
+
+  t.test('is valid OpenAPI 3.1', async (t) => {
+    t.equal(document.openapi, '3.1.0')
+    const result = await new Validator().validate(document)
+    t.same(result.errors, undefined, 'no validation errors')
+    t.equal(result.valid, true)
+  })
+
+  t.test('documents every /v1 route the app registers, and no other', async (t) => {
+    const registered = registeredRoutes(app).filter((route) => route.split(' ')[1].startsWith('/v1/'))
+    t.ok(registered.length >= 3, `found the /v1 routes in the route tree: ${registered.join(', ')}`)
+    const operations = documentedOperations(document)
+    const documented = [...operations.keys()].filter((route) => route.split(' ')[1].startsWith('/v1/'))
+    t.same([...documented].sort(), [...registered].sort())
+    const operationIds = documented.map((route) => operations.get(route)!.operationId)
+    t.same([...operationIds].sort(), Object.keys(EXPECTED_STATUSES).sort(), 'one operationId each, all known')
+  })
+
+  t.test('the security scheme is the Api-Authorization header', async (t) => {
+    t.same(document.components.securitySchemes, { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } })
+  })
+
+  for (const [route, operation] of documentedOperations(document)) {
+    if (!route.split(' ')[1].startsWith('/v1/')) continue
+    t.test(route, async (t) => {
+      const [method, path] = route.split(' ')
+      t.type(operation.operationId, 'string', 'has an operationId')
+      t.ok(operation.summary, 'has a summary')
+      t.same(operation.security, [{ apiToken: [] }], 'requires the API token')
+
+      const pathParameters = [...path.matchAll(/\{(\w+)\}/g)].map((match) => match[1])
+      const documentedParameters = (operation.parameters ?? []).filter((parameter: Json) => parameter.in === 'path')
+      t.same(documentedParameters.map((parameter: Json) => parameter.name).sort(), [...pathParameters].sort(), 'path parameters')
+      for (const parameter of documentedParameters) {
+        t.equal(parameter.required, true, `${parameter.name} is required`)
+        t.ok(parameter.description, `${parameter.name} is described`)
+        t.not(parameter.example, undefined, `${parameter.name} has an example`)
+        t.same(check(parameter.schema, parameter.example), [], `the example of ${parameter.name} fits its schema`)
+      }
+
+      if (method === 'POST' || method === 'PUT') {
+        const body = operation.requestBody?.content?.['application/json']
+        t.equal(operation.requestBody?.required, true, 'the body is required')
+        t.ok(body?.schema, 'the body has a schema')
+        t.not(body?.example, undefined, 'the body has an example')
+        t.same(check(body.schema, body.example), [], 'the body example fits the body schema')
+      }
+
+      const statuses = EXPECTED_STATUSES[operation.operationId]
+      t.same(Object.keys(operation.responses).map(Number).sort(), [...statuses].sort(), 'a response for every status')
+      for (const status of statuses) {
+        const response = operation.responses[status]
+        t.ok(response.description && response.description !== 'Default Response', `${status} is described`)
+        if (status < 300) {
+          t.same(Object.keys(response.content), ['application/json'], `${status} is JSON`)
+          const media = response.content['application/json']
+          t.same(media.schema, { $ref: LINK_RECORD_REF }, `${status} answers a LinkRecord`)
+          t.same(check(media.schema, media.example), [], `the ${status} example is a LinkRecord`)
+          continue
+        }
+        t.same(Object.keys(response.content), ['application/problem+json'], `${status} is application/problem+json`)
+        const media = response.content['application/problem+json']
+        t.same(media.schema, { $ref: PROBLEM_REF }, `${status} answers a Problem`)
+        const examples = Object.entries<Json>(media.examples ?? {})
+        t.ok(examples.length > 0, `${status} has examples`)
+        for (const [name, example] of examples) {
+          t.equal(example.value.status, status, `the ${status} example ${name} has that status`)
+          t.equal(example.value.code, name, `the ${status} example ${name} has that code`)
+          t.same(check(media.schema, example.value), [], `the ${status} example ${name} is a Problem`)
+        }
+        if (status === 429) t.equal(response.headers?.['Retry-After']?.schema?.type, 'integer', '429 documents Retry-After')
+      }
+    })
+  }
+
+  t.test('answers on the wire match the document', async (t) => {
+    const token = await createWorkspaceToken(prisma, { workspace: 'wire', defaultDomain: 'go.wire.test' })
+    const api = client(app, token)
+    const problem = { $ref: PROBLEM_REF }
+
+    const created = await api.create({ url: 'https://example.com/', id: 'wire', tags: 'a,b' })
+    t.equal(created.statusCode, 201)
+    t.match(created.headers['content-type'], /^application\/json/)
+    t.same(check({ $ref: LINK_RECORD_REF }, created.json()), [], 'the 201 body is a LinkRecord')
+
+    const updated = await api.update(created.json().uniq, { title: 'Wire' })
+    t.equal(updated.statusCode, 200)
+    t.same(check({ $ref: LINK_RECORD_REF }, updated.json()), [], 'the 200 body is a LinkRecord')
+
+    const errors = [
+      await client(app, 'not-a-token').create({ url: 'https://example.com/' }),
+      await api.create({ url: 'javascript:alert(1)', title: 5 }),
+      await api.create({ url: 'https://example.com/', id: 'wire' }),
+      await api.send('POST', '/v1/links/create', '{"link":', {}),
+      await api.send('POST', '/v1/links/create', 'url=x', { 'content-type': 'text/plain' }),
+      await api.update(999999, {}),
+      await api.updateByDomain('go.wire.test', 'nope', {}),
+    ]
+    t.same(
+      errors.map((response) => response.statusCode),
+      [401, 400, 409, 400, 415, 404, 404],
+    )
+    for (const response of errors) {
+      t.match(response.headers['content-type'], /^application\/problem\+json/, `${response.statusCode} is a problem`)
+      t.same(check(problem, response.json()), [], `the ${response.statusCode} body is a Problem`)
+    }
+    // The field list survives serialization by the documented schema.
+    t.match(errors[1].json(), { code: 'validation_failed', errors: [{ path: '/link/url' }, { path: '/link/title' }] })
+  })
+})
+
+t.test('GET /docs answers the interactive page', async (t) => {
+  let url = '/docs'
+  let response = await app.inject({ method: 'GET', url })
+  for (let hops = 0; hops < 3 && response.statusCode >= 300 && response.statusCode < 400; hops++) {
+    url = new URL(String(response.headers.location), `http://localhost${url}`).pathname
+    response = await app.inject({ method: 'GET', url })
+  }
+  t.equal(response.statusCode, 200)
+  t.match(response.headers['content-type'], /^text\/html/)
+  t.match(response.body, /<html/i)
+  t.match(response.body, /swagger/i)
+
+  // The page shows the same document as GET /openapi.json.
+  const [shown, served] = await Promise.all([
+    app.inject({ method: 'GET', url: '/docs/json' }),
+    app.inject({ method: 'GET', url: '/openapi.json' }),
+  ])
+  t.equal(shown.statusCode, 200)
+  t.strictSame(shown.json(), served.json())
+})
