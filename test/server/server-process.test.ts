@@ -1,0 +1,129 @@
+/**
+ * The server as operators run it: a real process, started the way `npm start` does (from source here),
+ * on the embedded database or the test PostgreSQL.
+ */
+import { spawn, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { request } from 'node:http'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { openDatabase } from '../../src/db/database.js'
+import { openTestDatabase } from '../support/test-app.js'
+
+interface RunningServer {
+  child: ChildProcess
+  port: number
+  output: () => string
+}
+
+async function startServer(env: Record<string, string>): Promise<RunningServer> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (chunk) => (output += chunk))
+  child.stderr!.on('data', (chunk) => (output += chunk))
+  const deadline = Date.now() + 60_000
+  for (;;) {
+    const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
+    if (match) return { child, port: Number(match[1]), output: () => output }
+    if (child.exitCode !== null) throw new Error(`server exited: ${output}`)
+    if (Date.now() > deadline) throw new Error(`server did not start: ${output}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+t.test('first start on an empty embedded database prints a token once; SIGTERM lets in-flight requests finish', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-server-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const server = await startServer({ DATA_DIR: dataDir })
+  t.teardown(() => server.child.kill('SIGKILL'))
+  const token = /\n {2}(sl_[A-Za-z0-9_-]{32})\n/.exec(server.output())?.[1]
+  t.ok(token, 'the development token is printed')
+  t.equal(server.output().split(token!).length, 2, 'exactly once')
+  t.notMatch(server.output().split('\n').filter((line) => line.startsWith('{')).join('\n'), token!, 'and never in a log line')
+
+  // Start a request and leave its body unfinished, so it is in flight when SIGTERM arrives.
+  const body = JSON.stringify({ link: { url: 'https://example.com/in-flight', id: 'inflight' } })
+  const pending = request({
+    port: server.port,
+    host: '127.0.0.1',
+    method: 'POST',
+    path: '/v1/links/create',
+    headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), 'api-authorization': token },
+  })
+  const responded = once(pending, 'response')
+  pending.write(body.slice(0, 10))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  server.child.kill('SIGTERM')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(server.child.exitCode, null, 'the process waits for the request in flight')
+  pending.end(body.slice(10))
+  const [response] = (await responded) as [import('node:http').IncomingMessage]
+  let text = ''
+  for await (const chunk of response) text += chunk
+  t.equal(response.statusCode, 201, text)
+  const [code] = await once(server.child, 'exit')
+  t.equal(code, 0, 'then it exits cleanly')
+  t.match(server.output(), /SIGTERM received/)
+
+  const database = await openDatabase({ dataDir })
+  t.teardown(() => database.close())
+  t.equal((await database.prisma.link.findFirst({ where: { slugKey: 'inflight' } }))?.url, 'https://example.com/in-flight')
+  t.equal(await database.prisma.workspace.count(), 1, 'the first-start workspace')
+})
+
+t.test('a second start does not create another token', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-server-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  for (const expectToken of [true, false]) {
+    const server = await startServer({ DATA_DIR: dataDir })
+    t.equal(/sl_[A-Za-z0-9_-]{32}/.test(server.output()), expectToken)
+    server.child.kill('SIGTERM')
+    t.equal((await once(server.child, 'exit'))[0], 0)
+  }
+})
+
+t.test('a second process on the same embedded database is refused plainly', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-server-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const first = await startServer({ DATA_DIR: dataDir })
+  t.teardown(() => first.child.kill('SIGKILL'))
+  const second = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { PATH: process.env.PATH, PORT: '0', DATA_DIR: dataDir },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  second.stderr.on('data', (chunk) => (output += chunk))
+  const [code] = await once(second, 'exit')
+  t.equal(code, 1)
+  t.match(output, /in use by process \d+/)
+  first.child.kill('SIGTERM')
+  await once(first.child, 'exit')
+})
+
+t.test('an invalid configuration stops the start with a message naming the variable', async (t) => {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+    env: { PATH: process.env.PATH, PORT: 'eighty' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const [code] = await once(child, 'exit')
+  t.equal(code, 1)
+  t.match(output, /PORT must be integer/)
+})
+
+t.test('with DATABASE_URL the server applies migrations to a fresh database and serves', { skip: !process.env.DATABASE_URL && 'DATABASE_URL is not set' }, async (t) => {
+  const { url } = await openTestDatabase(t)
+  const server = await startServer({ DATABASE_URL: url! })
+  t.teardown(() => server.child.kill('SIGKILL'))
+  t.notMatch(server.output(), /sl_[A-Za-z0-9_-]{32}/, 'no development token on a real PostgreSQL')
+  const response = await fetch(`http://127.0.0.1:${server.port}/readyz`)
+  t.equal(response.status, 200)
+  server.child.kill('SIGTERM')
+  t.equal((await once(server.child, 'exit'))[0], 0)
+})
