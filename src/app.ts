@@ -3,11 +3,17 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import type { Config } from './config/config.js'
 import type { Database } from './db/database.js'
 import healthRoutes from './health/health-routes.js'
+import folderRoutes from './folders/folder-routes.js'
+import linkReadRoutes from './links/link-read-routes.js'
 import linkRoutes from './links/link-routes.js'
+import pixelRoutes from './pixels/pixel-routes.js'
+import scriptRoutes from './scripts/script-routes.js'
 import auth from './plugins/auth.js'
 import database from './plugins/database.js'
 import errors, { BODY_LIMIT } from './plugins/errors.js'
+import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
+import rateLimits, { type RateLimitOptions } from './plugins/rate-limits.js'
 import validation from './plugins/validation.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
@@ -18,6 +24,8 @@ export interface AppOptions {
   closeDatabase?: boolean
   logger?: FastifyServerOptions['logger']
   throttle?: BadTokenThrottle
+  /** Quota store, clock and Redis key prefix overrides (tests, benchmarks); see src/plugins/rate-limits.ts. */
+  rateLimits?: RateLimitOptions
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -45,19 +53,23 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     genReqId: requestId,
     return503OnClosing: true,
   })
-  // Only JSON bodies: without this Fastify would also accept text/plain.
-  app.removeContentTypeParser('text/plain')
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
 
   await app.register(errors)
+  await app.register(jsonBody)
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })
   await app.register(auth, { throttle: options.throttle })
+  await app.register(rateLimits, { config, rateLimits: options.rateLimits })
   await app.register(openapi)
 
   await app.register(healthRoutes)
   await app.register(linkRoutes, { links: { prisma: options.database.prisma, config } })
+  await app.register(linkReadRoutes, { links: { prisma: options.database.prisma, config } })
+  await app.register(folderRoutes, { prisma: options.database.prisma })
+  await app.register(pixelRoutes, { prisma: options.database.prisma })
+  await app.register(scriptRoutes, { prisma: options.database.prisma })
   return app
 }

@@ -18,6 +18,14 @@ async function main(): Promise<void> {
       ? `database: embedded PostgreSQL (PGlite) in ${config.dataDir}; one process at a time, set DATABASE_URL for production`
       : 'database: PostgreSQL from DATABASE_URL',
   )
+  if (config.redisUrl) {
+    app.log.info('rate limits: counters in Redis (REDIS_URL), shared by every instance of the service')
+  } else {
+    app.log.warn(
+      'rate limits: counters in this process only (REDIS_URL unset): exact for one instance; ' +
+        'several instances need REDIS_URL to share the quotas',
+    )
+  }
   if (database.kind === 'embedded') {
     const token = await bootstrapEmbedded(database.prisma, config)
     if (token) {

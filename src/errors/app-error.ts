@@ -79,6 +79,14 @@ export const unsupportedMediaType = () =>
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new AppError(429, 'rate_limited', detail, undefined, { 'retry-after': String(retryAfterSeconds) })
 
+/** A workspace's quota for an operation is used up (contract section 8); the quota headers go with it. */
+export const quotaExceeded = (operation: string, window: { name: string; limit: number; seconds: number }, retryAfterSeconds: number) =>
+  tooManyRequests(
+    `The workspace's quota of ${window.limit} ${operation}s per ${window.name} (${window.seconds} s, sliding) is used up; ` +
+      `try again in ${retryAfterSeconds} s`,
+    retryAfterSeconds,
+  )
+
 export const unavailable = (what = 'database') =>
   new AppError(503, 'unavailable', `The service cannot reach its ${what}; try again shortly`)
 

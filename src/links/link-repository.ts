@@ -1,4 +1,4 @@
-/** Every database access of the links module: reads, the create transaction and the update transaction. */
+/** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
 import type { PrismaClient } from '../db/database.js'
 import type { LinkSettings, PixelSpec } from './link-input.js'
@@ -31,6 +31,8 @@ function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInp
   const copy = ['url', 'title', 'description', 'image', 'favicon', 'folderId', 'showGDPR', 'tags', 'note',
     'deepLinkingEnable', 'linkScriptEnable', 'masking'] as const
   for (const field of copy) if (settings[field] !== undefined) (data as Record<string, unknown>)[field] = settings[field]
+  // The list's tag filter ignores case through this lower-case copy (GIN-indexed); tags keep the client's spelling.
+  if (settings.tags !== undefined) data.tagKeys = settings.tags.map((tag) => tag.toLowerCase())
   if (settings.geolocations !== undefined) data.geolocations = settings.geolocations
   if (settings.rotator !== undefined) data.linkRotator = settings.rotator
   // JSON null needs Prisma's marker; a plain null would be rejected for a Json column.
@@ -109,4 +111,45 @@ export async function updateLink(
     if (count === 0) return null
     return tx.link.findUniqueOrThrow({ where: { uniq: link.uniq }, include: withPixels })
   })
+}
+
+/** What the list can be narrowed by; every field but workspaceId is optional. */
+export interface LinkFilter {
+  workspaceId: number
+  /** Only links older than this uniq: the position of the page (keyset pagination). */
+  beforeUniq?: number
+  domain?: string
+  folderId?: number
+  /** Lower-case tags that must all be present. */
+  tagKeys?: string[]
+  /** Case-insensitive substring of the slug, url, title or note. */
+  search?: string
+  createdFrom?: Date
+  createdBefore?: Date
+}
+
+/** A LIKE pattern matches `%` and `_` as wildcards; a search for them must find them literally. */
+function likeLiteral(text: string): string {
+  return text.replace(/[\\%_]/g, (character) => `\\${character}`)
+}
+
+/** Up to `take` links of the filter, newest first: uniq DESC, an order the primary key and (workspaceId, uniq DESC) give unsorted. */
+export function findLinksPage(prisma: PrismaClient, filter: LinkFilter, take: number): Promise<StoredLink[]> {
+  const where: Prisma.LinkWhereInput = { workspaceId: filter.workspaceId }
+  if (filter.beforeUniq !== undefined) where.uniq = { lt: filter.beforeUniq }
+  if (filter.domain !== undefined) where.domain = filter.domain
+  if (filter.folderId !== undefined) where.folderId = filter.folderId
+  if (filter.tagKeys?.length) where.tagKeys = { hasEvery: filter.tagKeys }
+  if (filter.createdFrom || filter.createdBefore) where.createdAt = { gte: filter.createdFrom, lt: filter.createdBefore }
+  if (filter.search) {
+    const contains = { contains: likeLiteral(filter.search), mode: 'insensitive' } as const
+    where.OR = [{ slug: contains }, { url: contains }, { title: contains }, { note: contains }]
+  }
+  return prisma.link.findMany({ where, orderBy: { uniq: 'desc' }, take, include: withPixels })
+}
+
+/** Deletes the link (its link–pixel rows cascade); false when it was already gone. */
+export async function deleteLinkByUniq(prisma: PrismaClient, workspaceId: number, uniq: number): Promise<boolean> {
+  const { count } = await prisma.link.deleteMany({ where: { uniq, workspaceId } })
+  return count > 0
 }

@@ -1,5 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import {
   CreateLinkBody,
   DomainSlugParams,
@@ -7,15 +8,10 @@ import {
   UniqIdParams,
   UpdateLinkBody,
 } from '../../schemas/link.js'
-import { unsupportedMediaType } from '../errors/app-error.js'
-import { problemResponses, successResponse } from '../plugins/openapi-responses.js'
+import { requireJsonBody } from '../plugins/json-body.js'
+import { problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
 import { toLinkRecord } from './link-record.js'
-
-/** 415 for a POST or PUT that does not say it sends JSON, before Fastify looks at the body. */
-export async function requireJsonBody(request: FastifyRequest, _reply: FastifyReply): Promise<void> {
-  if (!/^application\/json\s*(;|$)/i.test(request.headers['content-type'] ?? '')) throw unsupportedMediaType()
-}
 
 export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
@@ -25,13 +21,17 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     tags: ['links'],
     security,
     body: UpdateLinkBody,
-    response: { 200: successResponse('The link after the merge', LinkRecord), ...problemResponses(400, 401, 404, 413, 415, 429, 500, 503) },
+    response: withQuotaHeaders({
+      200: successResponse('The link after the merge', LinkRecord),
+      ...problemResponses(400, 401, 404, 413, 415, 429, 500, 503),
+    }),
   }
 
   api.post(
     '/v1/links/create',
     {
       onRequest,
+      ...app.quotas.routeHooks('create'),
       schema: {
         operationId: 'createLink',
         summary: 'Create a short link',
@@ -41,12 +41,18 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         tags: ['links'],
         security,
         body: CreateLinkBody,
-        response: { 201: successResponse('The stored link', LinkRecord), ...problemResponses(400, 401, 403, 409, 413, 415, 429, 500, 503) },
+        response: withQuotaHeaders({
+          201: {
+            ...successResponse('The stored link', LinkRecord),
+            headers: { Location: Type.String({ description: 'Where to GET the link: /v1/links/{uniq}', examples: ['/v1/links/42'] }) },
+          },
+          ...problemResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
+        }),
       },
     },
     async (request, reply) => {
       const link = await createLink(options.links, request.caller, request.body)
-      return reply.code(201).send(toLinkRecord(link))
+      return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link))
     },
   )
 
@@ -54,6 +60,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     '/v1/links/:uniqId',
     {
       onRequest,
+      ...app.quotas.routeHooks('update'),
       schema: {
         ...updateDoc,
         operationId: 'updateLink',
@@ -72,6 +79,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     '/v1/links/by-domain/:domain/:id',
     {
       onRequest,
+      ...app.quotas.routeHooks('update'),
       schema: {
         ...updateDoc,
         operationId: 'updateLinkByDomain',

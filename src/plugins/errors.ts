@@ -15,8 +15,8 @@ import { fieldErrors } from './validation.js'
 
 export const BODY_LIMIT = 64 * 1024
 
-/** Maps whatever was thrown to the AppError the client sees. */
-export function toAppError(error: FastifyError | Error): AppError {
+/** Maps whatever was thrown to the AppError the client sees; `bodyLimit` is the route's (some routes allow more). */
+export function toAppError(error: FastifyError | Error, bodyLimit = BODY_LIMIT): AppError {
   if (error instanceof AppError) return error
   const fastifyError = error as FastifyError
   if (fastifyError.validation) {
@@ -28,7 +28,7 @@ export function toAppError(error: FastifyError | Error): AppError {
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
       return invalidJson(fastifyError.message)
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return payloadTooLarge(BODY_LIMIT)
+      return payloadTooLarge(bodyLimit)
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
       return unsupportedMediaType()
   }
@@ -44,7 +44,7 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
 
 export default fp(async function errors(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const appError = toAppError(error)
+    const appError = toAppError(error, request.routeOptions.bodyLimit)
     if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
     return sendProblem(reply, appError)

@@ -11,10 +11,10 @@ import {
   invalidJson,
   notFound,
   payloadTooLarge,
+  quotaExceeded,
   redirectLoop,
   slugReserved,
   slugTaken,
-  tooManyRequests,
   unauthorized,
   unavailable,
   unsupportedMediaType,
@@ -31,9 +31,11 @@ const problemDescriptions: Record<number, string> = {
   409: 'slug_taken: the slug is already used on that domain',
   413: 'payload_too_large: body over 64 KiB',
   415: 'unsupported_media_type: the body must be application/json',
-  429: 'rate_limited: too many requests; Retry-After says when to try again',
+  429:
+    "rate_limited: the workspace's hour or day quota for this operation is used up (or too many bad tokens came " +
+    'from this address); Retry-After says when to try again',
   500: 'internal',
-  503: 'unavailable: the database cannot be reached',
+  503: 'unavailable: the database cannot be reached (or Redis, under RATE_LIMIT_ON_REDIS_ERROR=deny)',
 }
 
 /** Examples of each error a status carries, made by the constructors the service throws (nothing written twice). */
@@ -50,7 +52,7 @@ const problemExamples: Record<number, AppError[]> = {
   409: [slugTaken('go.brand.com', 'summer')],
   413: [payloadTooLarge(BODY_LIMIT)],
   415: [unsupportedMediaType()],
-  429: [tooManyRequests('Too many requests with a bad API token; wait and try again', 42)],
+  429: [quotaExceeded('create', { name: 'hour', limit: 1000, seconds: 3600 }, 42)],
   500: [internal()],
   503: [unavailable()],
 }
@@ -83,3 +85,34 @@ export const successResponse = (description: string, schema: TSchema & { example
   description,
   content: { 'application/json': { schema: Type.Ref(schema), example: schema.examples?.[0] } },
 })
+
+/** The quota headers of contract section 8 (src/plugins/rate-limits.ts). */
+export const QUOTA_HEADERS = {
+  'RateLimit-Policy': Type.String({
+    description: "The workspace's quotas for this operation, e.g. `\"hour\";q=1000;w=3600, \"day\";q=10000;w=86400`",
+  }),
+  RateLimit: Type.String({
+    description:
+      'The tighter window (fewer requests remaining): `"<window>";r=<remaining>;t=<seconds until a slot frees>`, ' +
+      'e.g. `"hour";r=998;t=3597`',
+  }),
+  'X-RateLimit-Limit': Type.Integer({ minimum: 0, description: 'The quota of the tighter window' }),
+  'X-RateLimit-Remaining': Type.Integer({ minimum: 0, description: 'Requests left in the tighter window' }),
+  'X-RateLimit-Reset': Type.Integer({
+    minimum: 0,
+    description: 'Seconds until the tighter window frees a slot (0 when it counts nothing)',
+  }),
+}
+
+/**
+ * The answers of a quota-limited route, each with the quota headers, except 401 (no workspace to count
+ * for). They are absent too when the quota store cannot be reached (RATE_LIMIT_ON_REDIS_ERROR=allow).
+ */
+export function withQuotaHeaders<T extends Record<number, object>>(responses: T): T {
+  return Object.fromEntries(
+    Object.entries(responses).map(([status, response]: [string, { headers?: Record<string, TSchema> }]) => [
+      status,
+      status === '401' ? response : { ...response, headers: { ...QUOTA_HEADERS, ...response.headers } },
+    ]),
+  ) as T
+}

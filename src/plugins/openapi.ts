@@ -2,11 +2,18 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { FolderList, FolderRecord } from '../../schemas/folder.js'
+import { LinkList } from '../../schemas/link-list.js'
 import { LinkRecord } from '../../schemas/link.js'
+import { Pixel, PixelList } from '../../schemas/pixel.js'
 import { FieldError, Problem } from '../../schemas/problem.js'
+import { ScriptList, ScriptRecord, ScriptSummary } from '../../schemas/script.js'
 
-/** Shared schemas, registered once and referenced by $id so the OpenAPI document names them. */
-export const SHARED_SCHEMAS = [FieldError, Problem, LinkRecord]
+/**
+ * Shared schemas, registered once at the root and referenced by $id so the OpenAPI document names them.
+ * (A route plugin that added schemas of its own would get Fastify's default, coercing body validator back.)
+ */
+export const SHARED_SCHEMAS = [FieldError, Problem, LinkRecord, LinkList, FolderRecord, FolderList, Pixel, PixelList, ScriptSummary, ScriptRecord, ScriptList]
 
 /**
  * The OpenAPI 3.1 document is generated from the route schemas (GET /openapi.json) and shown by
@@ -29,7 +36,10 @@ export default fp(
           securitySchemes: { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } },
         },
         tags: [
-          { name: 'links', description: 'Create and update short links' },
+          { name: 'links', description: 'Create, read, list, update and delete short links' },
+          { name: 'folders', description: "The workspace's folders of links" },
+          { name: 'pixels', description: "The workspace's tracking pixels, which links use" },
+          { name: 'scripts', description: "The workspace's HTML/JavaScript snippets, which links attach" },
           { name: 'health', description: 'Liveness and readiness probes' },
         ],
       },

@@ -137,3 +137,9 @@ export const DEFAULT_LIMITS = { hour: 1000, day: 10_000 } as const
 export function effectiveLimits(workspace: { hourLimit: number | null; dayLimit: number | null }) {
   return { hour: workspace.hourLimit ?? DEFAULT_LIMITS.hour, day: workspace.dayLimit ?? DEFAULT_LIMITS.day }
 }
+
+/** The quotas of a workspace by id, read afresh (limits:set applies to the next request, no restart). */
+export async function workspaceLimits(prisma: PrismaClient, workspaceId: number) {
+  const workspace = await prisma.workspace.findUnique({ where: { id: workspaceId }, select: { hourLimit: true, dayLimit: true } })
+  return effectiveLimits(workspace ?? { hourLimit: null, dayLimit: null })
+}

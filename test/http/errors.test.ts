@@ -114,3 +114,15 @@ t.test('500 internal says nothing about internals', async (t) => {
   assertProblem(t, response, 500, 'internal')
   t.notMatch(response.body, /secret_table|internal\.ts|relation/)
 })
+
+t.test('an empty body is no body on a DELETE, even with Content-Type: application/json', async (t) => {
+  const created = await api.create({ url: 'https://example.com/to-delete' })
+  const response = await app.inject({
+    method: 'DELETE',
+    url: `/v1/links/${created.json().uniq}`,
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+  })
+  t.equal(response.statusCode, 204)
+  const emptyPost = await api.send('POST', '/v1/links/create', '')
+  t.equal(emptyPost.json().code, 'invalid_json', 'but an empty POST body is still malformed JSON')
+})

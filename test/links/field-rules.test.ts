@@ -78,6 +78,7 @@ const rejections: Rejection[] = [
   { name: 'boolean given as a string', link: { ...base, showGDPR: 'true' }, errors: [{ path: '/link/showGDPR', message: 'must be a boolean' }] },
   { name: 'slug with a dot', link: { ...base, id: 'summer.sale' }, errors: [{ path: '/link/id', message: 'may contain only letters A-Z and a-z, digits, - and _' }] },
   { name: 'slug over 64', link: { ...base, id: long(65) }, errors: [{ path: '/link/id', message: /64/ }] },
+  { name: 'a NUL character in a string', link: { ...base, title: 'a\u0000b', pixels: [{ platform: 'ga', value: 'UA\u0000' }] }, errors: [{ path: '/link/title', message: 'must not contain NUL characters' }, { path: '/link/pixels/0/value', message: 'must not contain NUL characters' }] },
   { name: 'empty slug', link: { ...base, id: '' }, errors: [{ path: '/link/id', message: /fewer than 1/ }] },
 ]
 

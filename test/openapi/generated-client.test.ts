@@ -95,8 +95,8 @@ const WRONG_CALLS: Record<string, { code: string; message: RegExp }> = {
     code: `await api.PUT('/v1/links/by-domain/{domain}/{id}', { params: { path: { domain: 'go.brand.com' } }, body: { link: {} } })`,
     message: /Property 'id' is missing/,
   },
-  'a path the API does not have': {
-    code: `await api.DELETE('/v1/links/{uniqId}', { params: { path: { uniqId: '1' } } })`,
+  'a method the path does not have': {
+    code: `await api.PATCH('/v1/links/{uniqId}', { params: { path: { uniqId: '1' } } })`,
     message: /Argument of type '"\/v1\/links\/\{uniqId\}"' is not assignable/,
   },
   'reading a field the record does not have': {

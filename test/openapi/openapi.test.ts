@@ -18,11 +18,54 @@ const SNAPSHOT = new URL('../../schemas/openapi.snapshot.json', import.meta.url)
 const PROBLEM_REF = '#/components/schemas/Problem'
 const LINK_RECORD_REF = '#/components/schemas/LinkRecord'
 
-/** Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8). */
+/** Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8; issue 5). */
 const EXPECTED_STATUSES: Record<string, number[]> = {
   createLink: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
   updateLink: [200, 400, 401, 404, 413, 415, 429, 500, 503],
   updateLinkByDomain: [200, 400, 401, 404, 413, 415, 429, 500, 503],
+  getLink: [200, 400, 401, 404, 429, 500, 503],
+  getLinkByDomain: [200, 401, 404, 429, 500, 503],
+  listLinks: [200, 400, 401, 429, 500, 503],
+  deleteLink: [204, 400, 401, 404, 429, 500, 503],
+  deleteLinkByDomain: [204, 401, 404, 429, 500, 503],
+  listFolders: [200, 401, 429, 500, 503],
+  createFolder: [201, 400, 401, 409, 413, 415, 429, 500, 503],
+  renameFolder: [200, 400, 401, 404, 409, 413, 415, 429, 500, 503],
+  deleteFolder: [204, 400, 401, 404, 409, 429, 500, 503],
+  listPixels: [200, 401, 429, 500, 503],
+  createPixel: [201, 400, 401, 409, 413, 415, 429, 500, 503],
+  updatePixel: [200, 400, 401, 404, 409, 413, 415, 429, 500, 503],
+  deletePixel: [204, 400, 401, 404, 429, 500, 503],
+  listScripts: [200, 401, 429, 500, 503],
+  getScript: [200, 400, 401, 404, 429, 500, 503],
+  createScript: [201, 400, 401, 413, 415, 429, 500, 503],
+  updateScript: [200, 400, 401, 404, 413, 415, 429, 500, 503],
+  deleteScript: [204, 400, 401, 404, 429, 500, 503],
+}
+
+/** The shared schema each operation's success answers with; null for a 204 without a body. */
+const SUCCESS_SCHEMAS: Record<string, string | null> = {
+  createLink: 'LinkRecord',
+  updateLink: 'LinkRecord',
+  updateLinkByDomain: 'LinkRecord',
+  getLink: 'LinkRecord',
+  getLinkByDomain: 'LinkRecord',
+  listLinks: 'LinkList',
+  deleteLink: null,
+  deleteLinkByDomain: null,
+  listFolders: 'FolderList',
+  createFolder: 'FolderRecord',
+  renameFolder: 'FolderRecord',
+  deleteFolder: null,
+  listPixels: 'PixelList',
+  createPixel: 'Pixel',
+  updatePixel: 'Pixel',
+  deletePixel: null,
+  listScripts: 'ScriptList',
+  getScript: 'ScriptRecord',
+  createScript: 'ScriptRecord',
+  updateScript: 'ScriptRecord',
+  deleteScript: null,
 }
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
@@ -104,7 +147,9 @@ t.test('the document', async (t) => {
   })
 
   t.test('documents every /v1 route the app registers, and no other', async (t) => {
-    const registered = registeredRoutes(app).filter((route) => route.split(' ')[1].startsWith('/v1/'))
+    const v1 = registeredRoutes(app).filter((route) => route.split(' ')[1].startsWith('/v1/'))
+    // Fastify answers HEAD for every GET by itself (exposeHeadRoutes); the document lists the GET.
+    const registered = v1.filter((route) => !(route.startsWith('HEAD ') && v1.includes(route.replace(/^HEAD/, 'GET'))))
     t.ok(registered.length >= 3, `found the /v1 routes in the route tree: ${registered.join(', ')}`)
     const operations = documentedOperations(document)
     const documented = [...operations.keys()].filter((route) => route.split(' ')[1].startsWith('/v1/'))
@@ -149,10 +194,15 @@ t.test('the document', async (t) => {
         const response = operation.responses[status]
         t.ok(response.description && response.description !== 'Default Response', `${status} is described`)
         if (status < 300) {
+          const success = SUCCESS_SCHEMAS[operation.operationId]
+          if (success === null) {
+            t.equal(response.content, undefined, `${status} has no body`)
+            continue
+          }
           t.same(Object.keys(response.content), ['application/json'], `${status} is JSON`)
           const media = response.content['application/json']
-          t.same(media.schema, { $ref: LINK_RECORD_REF }, `${status} answers a LinkRecord`)
-          t.same(check(media.schema, media.example), [], `the ${status} example is a LinkRecord`)
+          t.same(media.schema, { $ref: `#/components/schemas/${success}` }, `${status} answers a ${success}`)
+          t.same(check(media.schema, media.example), [], `the ${status} example is a ${success}`)
           continue
         }
         t.same(Object.keys(response.content), ['application/problem+json'], `${status} is application/problem+json`)
@@ -184,6 +234,28 @@ t.test('the document', async (t) => {
     t.equal(updated.statusCode, 200)
     t.same(check({ $ref: LINK_RECORD_REF }, updated.json()), [], 'the 200 body is a LinkRecord')
 
+    // The answers of the other resources, each checked against the schema its operation documents.
+    const headers = { 'api-authorization': token }
+    const get = (url: string) => app.inject({ method: 'GET', url, headers })
+    const folder = await api.send('POST', '/v1/folders', { name: 'Wire' })
+    const pixel = await api.send('POST', '/v1/pixels', { platform: 'ga', value: 'UA-WIRE' })
+    const script = await api.send('POST', '/v1/scripts', { name: 'Wire', content: '<b>wire</b>' })
+    const answers: [string, { statusCode: number; json(): unknown }][] = [
+      ['LinkRecord', await get(`/v1/links/${created.json().uniq}`)],
+      ['LinkList', await get('/v1/links?limit=1')],
+      ['FolderRecord', folder],
+      ['FolderList', await get('/v1/folders')],
+      ['Pixel', pixel],
+      ['PixelList', await get('/v1/pixels')],
+      ['ScriptRecord', script],
+      ['ScriptRecord', await get(`/v1/scripts/${script.json().id}`)],
+      ['ScriptList', await get('/v1/scripts')],
+    ]
+    for (const [schema, response] of answers) {
+      t.ok(response.statusCode < 300, `${schema}: ${response.statusCode}`)
+      t.same(check({ $ref: `#/components/schemas/${schema}` }, response.json()), [], `the body is a ${schema}`)
+    }
+
     const errors = [
       await client(app, 'not-a-token').create({ url: 'https://example.com/' }),
       await api.create({ url: 'javascript:alert(1)', title: 5 }),
@@ -192,10 +264,14 @@ t.test('the document', async (t) => {
       await api.send('POST', '/v1/links/create', 'url=x', { 'content-type': 'text/plain' }),
       await api.update(999999, {}),
       await api.updateByDomain('go.wire.test', 'nope', {}),
+      await get('/v1/links?cursor=nope'),
+      await api.send('POST', '/v1/folders', { name: 'Wire' }),
+      await api.send('POST', '/v1/pixels', { platform: 'ga', value: 'UA-WIRE' }),
+      await app.inject({ method: 'DELETE', url: '/v1/scripts/999999', headers }),
     ]
     t.same(
       errors.map((response) => response.statusCode),
-      [401, 400, 409, 400, 415, 404, 404],
+      [401, 400, 409, 400, 415, 404, 404, 400, 409, 409, 404],
     )
     for (const response of errors) {
       t.match(response.headers['content-type'], /^application\/problem\+json/, `${response.statusCode} is a problem`)

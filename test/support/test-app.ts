@@ -63,9 +63,10 @@ export interface TestApp {
 
 export async function buildTestApp(
   t: Teardown,
-  options: { env?: Record<string, string> } & Partial<Omit<AppOptions, 'config' | 'database'>> = {},
+  options: { env?: Record<string, string>; database?: Database } & Partial<Omit<AppOptions, 'config' | 'database'>> = {},
 ): Promise<TestApp> {
-  const { database } = await openTestDatabase(t)
+  // A second app on the database of a first (several instances of the service) is given that database.
+  const database = options.database ?? (await openTestDatabase(t)).database
   const config = testConfig(options.env)
   const app = await buildApp({ ...options, config, database, logger: options.logger ?? false })
   t.teardown(() => app.close())

@@ -1,0 +1,60 @@
+/** Every database access of folders. */
+import type { PrismaClient } from '../db/database.js'
+
+const withLinkCount = { _count: { select: { links: true } } } as const
+
+export function listFolders(prisma: PrismaClient, workspaceId: number) {
+  return prisma.folder.findMany({ where: { workspaceId }, orderBy: [{ name: 'asc' }, { id: 'asc' }], include: withLinkCount })
+}
+
+export type StoredFolder = Awaited<ReturnType<typeof listFolders>>[number]
+
+export function findFolder(prisma: PrismaClient, workspaceId: number, id: number): Promise<StoredFolder | null> {
+  return prisma.folder.findFirst({ where: { id, workspaceId }, include: withLinkCount })
+}
+
+/** Throws P2002 when the workspace has a folder of that name. */
+export function insertFolder(prisma: PrismaClient, workspaceId: number, name: string): Promise<StoredFolder> {
+  return prisma.folder.create({ data: { workspaceId, name }, include: withLinkCount })
+}
+
+/** Null when the workspace has no such folder; throws P2002 when it has another folder of that name. */
+export async function renameFolder(prisma: PrismaClient, workspaceId: number, id: number, name: string) {
+  const { count } = await prisma.folder.updateMany({ where: { id, workspaceId }, data: { name } })
+  return count === 0 ? null : findFolder(prisma, workspaceId, id)
+}
+
+/** What becomes of the links of a folder being deleted: refused while there are any, moved, or left in no folder. */
+export type LinkDisposal = { kind: 'refuse' } | { kind: 'move'; to: number } | { kind: 'unfile' }
+
+export type DeleteOutcome = 'deleted' | 'missing' | 'target-missing' | { holds: number }
+
+export async function deleteFolder(
+  prisma: PrismaClient,
+  workspaceId: number,
+  id: number,
+  disposal: LinkDisposal,
+): Promise<DeleteOutcome> {
+  return prisma.$transaction(async (tx) => {
+    // Locking the folder first makes a link being filed into it meanwhile either finish before the count (and be
+    // counted) or wait for the delete; without it, the foreign key would silently take such a link out.
+    const locked = await tx.$queryRaw<unknown[]>`
+      SELECT 1 FROM "Folder" WHERE "id" = ${id} AND "workspaceId" = ${workspaceId} FOR UPDATE`
+    if (locked.length === 0) return 'missing'
+    if (disposal.kind === 'move' && (await tx.folder.count({ where: { id: disposal.to, workspaceId } })) === 0) {
+      return 'target-missing'
+    }
+    // A link's record changes with its folder, so its updatedDate does too.
+    const updatedAt = new Date()
+    if (disposal.kind === 'move') {
+      await tx.link.updateMany({ where: { folderId: id }, data: { folderId: disposal.to, updatedAt } })
+    } else if (disposal.kind === 'unfile') {
+      await tx.link.updateMany({ where: { folderId: id }, data: { folderId: null, updatedAt } })
+    } else {
+      const holds = await tx.link.count({ where: { folderId: id } })
+      if (holds > 0) return { holds }
+    }
+    await tx.folder.delete({ where: { id } })
+    return 'deleted'
+  })
+}

@@ -1,0 +1,72 @@
+/** The list (filters, keyset pages) and delete, beside create and update in link-service.ts. */
+import { LIST_LIMIT, type ListLinksRequest } from '../../schemas/link-list.js'
+import { normalizeHost } from '../config/config.js'
+import { fieldError, notFound } from '../errors/app-error.js'
+import type { Caller } from '../plugins/auth.js'
+import { deleteLinkByUniq, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
+import { findLink, type LinkLocator, type LinkServiceContext } from './link-service.js'
+
+const MAX_INT4 = 2_147_483_647
+
+/**
+ * A page's position is the uniq of its last link: the next page is the links below it. New links get higher
+ * uniqs, so links created while a client pages land before its position and never shift the pages after it
+ * (no duplicates, no gaps), which an offset could not promise. The JSON is wrapped in base64url so clients
+ * treat it as opaque and it can gain fields later.
+ */
+export function encodeCursor(lastUniq: number): string {
+  return Buffer.from(JSON.stringify({ u: lastUniq })).toString('base64url')
+}
+
+export function decodeCursor(cursor: string): number {
+  let position: unknown
+  try {
+    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url')
+    position = (JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { u?: unknown }).u
+  } catch {
+    position = undefined
+  }
+  if (typeof position !== 'number' || !Number.isInteger(position) || position < 1 || position > MAX_INT4) {
+    throw fieldError('/cursor', 'is not the nextCursor of a page of this list')
+  }
+  return position
+}
+
+function parseInstant(value: string | undefined, path: string): Date | undefined {
+  if (value === undefined) return undefined
+  // The format check lets through what a Date cannot hold (a leap second, 23:59:60).
+  const instant = new Date(value)
+  if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
+  return instant
+}
+
+export async function listLinks(
+  context: LinkServiceContext,
+  caller: Caller,
+  query: ListLinksRequest,
+): Promise<{ links: StoredLink[]; nextCursor: string | null }> {
+  const filter: LinkFilter = { workspaceId: caller.workspaceId, folderId: query.folderId }
+  if (query.cursor !== undefined) filter.beforeUniq = decodeCursor(query.cursor)
+  if (query.domain !== undefined) {
+    filter.domain = normalizeHost(query.domain)
+    if (!filter.domain) throw fieldError('/domain', 'must be a valid host name')
+  }
+  if (query.tag) filter.tagKeys = [...new Set(query.tag.map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
+  if (query.q !== undefined) filter.search = query.q
+  filter.createdFrom = parseInstant(query.createdAfter, '/createdAfter')
+  filter.createdBefore = parseInstant(query.createdBefore, '/createdBefore')
+
+  // One link more than the page tells whether another page follows, without counting.
+  const limit = query.limit ?? LIST_LIMIT.default
+  const rows = await findLinksPage(context.prisma, filter, limit + 1)
+  const links = rows.slice(0, limit)
+  const nextCursor = rows.length > limit ? encodeCursor(links[links.length - 1].uniq) : null
+  return { links, nextCursor }
+}
+
+/** A hard delete: the slug is free again at once and the address stops redirecting. */
+export async function deleteLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<void> {
+  const link = await findLink(context, caller, locator)
+  // Deleted by a concurrent request since it was found: this request did not delete it.
+  if (!(await deleteLinkByUniq(context.prisma, caller.workspaceId, link.uniq))) throw notFound()
+}

@@ -1,0 +1,35 @@
+/** The rate-limit headers of contract section 8, from where the windows stand. */
+import type { QuotaDecision, WindowUsage } from './quota-store.js'
+
+/** The window with fewer requests remaining; on a tie, the one that frees later (so Reset matches Retry-After). */
+export function tighterWindow(windows: WindowUsage[]): WindowUsage {
+  return windows.reduce((tight, window) =>
+    window.remaining < tight.remaining || (window.remaining === tight.remaining && window.resetSeconds > tight.resetSeconds)
+      ? window
+      : tight,
+  )
+}
+
+export function quotaHeaders(windows: WindowUsage[]): Record<string, string> {
+  const tight = tighterWindow(windows)
+  return {
+    'ratelimit-policy': windows.map((window) => `"${window.name}";q=${window.limit};w=${window.seconds}`).join(', '),
+    ratelimit: `"${tight.name}";r=${tight.remaining};t=${tight.resetSeconds}`,
+    'x-ratelimit-limit': String(tight.limit),
+    'x-ratelimit-remaining': String(tight.remaining),
+    'x-ratelimit-reset': String(tight.resetSeconds),
+  }
+}
+
+/** The full windows of a refused reservation, the one that frees last first: it sets Retry-After. */
+export function exhaustedWindow(decision: QuotaDecision): WindowUsage {
+  return tighterWindow(decision.windows.filter((window) => window.remaining === 0))
+}
+
+/** The windows once a reservation's slot is given back. */
+export function afterRefund(windows: WindowUsage[]): WindowUsage[] {
+  return windows.map((window) => {
+    const used = Math.max(0, window.used - 1)
+    return { ...window, used, remaining: Math.max(0, window.limit - used), resetSeconds: used === 0 ? 0 : window.resetSeconds }
+  })
+}

@@ -1,0 +1,139 @@
+import type { FastifyInstance } from 'fastify'
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import {
+  CreateScriptBody,
+  SCRIPT_CONTENT_MAX_BYTES,
+  ScriptIdParams,
+  ScriptList,
+  ScriptRecord,
+  ScriptSummary,
+  UpdateScriptBody,
+} from '../../schemas/script.js'
+import type { PrismaClient } from '../db/database.js'
+import { fieldError, notFound, payloadTooLarge } from '../errors/app-error.js'
+import { requireJsonBody } from '../plugins/json-body.js'
+import { noContentResponse, problemResponsesWith } from '../plugins/openapi-entity-responses.js'
+import { successResponse } from '../plugins/openapi-responses.js'
+import { listScripts } from './script-repository.js'
+import { createScript, deleteScript, getScript, toScriptRecord, toScriptSummary, updateScript } from './script-service.js'
+
+/**
+ * 64 KiB of content can take several times that as JSON (every control character or non-ASCII one may become a
+ * six-character \u escape), so these bodies may be larger than the service's 64 KiB; the content rule itself is
+ * checked on the decoded text, in bytes of UTF-8.
+ */
+export const SCRIPT_BODY_LIMIT = 512 * 1024
+
+const problems = {
+  badBody: {
+    description: 'validation_failed: a blank name, or content over 64 KiB of UTF-8, named by JSON pointer',
+    examples: [fieldError('/content', `must be at most ${SCRIPT_CONTENT_MAX_BYTES} bytes of UTF-8 (has 70000)`)],
+  },
+  badId: { description: 'validation_failed: the id is not a number', examples: [fieldError('/id', 'must match the pattern ^[0-9]{1,15}$')] },
+  notFound: { description: "not_found: no such script in the token's workspace", examples: [notFound('script')] },
+  tooLarge: { description: 'payload_too_large: body over 512 KiB', examples: [payloadTooLarge(SCRIPT_BODY_LIMIT)] },
+}
+
+export default async function scriptRoutes(app: FastifyInstance, options: { prisma: PrismaClient }) {
+  const api = app.withTypeProvider<TypeBoxTypeProvider>()
+  const { prisma } = options
+  const common = { tags: ['scripts'], security: [{ apiToken: [] }] }
+
+  api.get(
+    '/v1/scripts',
+    {
+      onRequest: [app.authenticate],
+      schema: {
+        ...common,
+        operationId: 'listScripts',
+        summary: "List the workspace's scripts, without their content",
+        response: { 200: successResponse('The scripts, oldest first', ScriptList), ...problemResponsesWith({}, 401, 429, 500, 503) },
+      },
+    },
+    async (request) => ({ scripts: (await listScripts(prisma, request.caller.workspaceId)).map(toScriptSummary) }),
+  )
+
+  api.get(
+    '/v1/scripts/:id',
+    {
+      onRequest: [app.authenticate],
+      schema: {
+        ...common,
+        operationId: 'getScript',
+        summary: 'Get a script with its content',
+        params: ScriptIdParams,
+        response: {
+          200: successResponse('The script', ScriptRecord),
+          ...problemResponsesWith({ 400: problems.badId, 404: problems.notFound }, 401, 429, 500, 503),
+        },
+      },
+    },
+    async (request) => toScriptRecord(await getScript(prisma, request.caller, request.params.id)),
+  )
+
+  api.post(
+    '/v1/scripts',
+    {
+      onRequest: [app.authenticate, requireJsonBody],
+      bodyLimit: SCRIPT_BODY_LIMIT,
+      schema: {
+        ...common,
+        operationId: 'createScript',
+        summary: 'Create a script',
+        description: 'Links attach it by id (linkScripts) and run it when linkScriptEnable is true.',
+        body: CreateScriptBody,
+        response: {
+          201: successResponse('The new script', ScriptRecord),
+          ...problemResponsesWith({ 400: problems.badBody, 413: problems.tooLarge }, 401, 415, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => reply.code(201).send(toScriptRecord(await createScript(prisma, request.caller, request.body))),
+  )
+
+  api.put(
+    '/v1/scripts/:id',
+    {
+      onRequest: [app.authenticate, requireJsonBody],
+      bodyLimit: SCRIPT_BODY_LIMIT,
+      schema: {
+        ...common,
+        operationId: 'updateScript',
+        summary: 'Update a script',
+        description: 'Changes the fields present; the links that attach the script run the new content.',
+        params: ScriptIdParams,
+        body: UpdateScriptBody,
+        response: {
+          200: successResponse('The script after the change', ScriptRecord),
+          ...problemResponsesWith(
+            { 400: problems.badBody, 404: problems.notFound, 413: problems.tooLarge },
+            401, 415, 429, 500, 503,
+          ),
+        },
+      },
+    },
+    async (request) => toScriptRecord(await updateScript(prisma, request.caller, request.params.id, request.body)),
+  )
+
+  api.delete(
+    '/v1/scripts/:id',
+    {
+      onRequest: [app.authenticate],
+      schema: {
+        ...common,
+        operationId: 'deleteScript',
+        summary: 'Delete a script',
+        description: "Also takes its id out of every link's linkScripts (those links get a new updatedDate).",
+        params: ScriptIdParams,
+        response: {
+          204: noContentResponse('Deleted'),
+          ...problemResponsesWith({ 400: problems.badId, 404: problems.notFound }, 401, 429, 500, 503),
+        },
+      },
+    },
+    async (request, reply) => {
+      await deleteScript(prisma, request.caller, request.params.id)
+      return reply.code(204).send()
+    },
+  )
+}

@@ -1,0 +1,171 @@
+/**
+ * Redis outages (contract section 8): a request never waits more than 250 ms on Redis; under
+ * RATE_LIMIT_ON_REDIS_ERROR=allow it goes through and a warning is logged, under deny it gets 503; the
+ * service recovers by itself when Redis comes back. The Redis servers here are the test's own: one port
+ * where nothing listens, and a redis-server it starts, stops, freezes and starts again.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
+import { performance } from 'node:perf_hooks'
+import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import t from 'tap'
+import { buildTestApp, client, json, openTestDatabase } from '../support/test-app.js'
+import { quotaHeaders, quotaWorkspace, redisKeyPrefix } from './quota-support.js'
+
+const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0
+
+async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
+}
+
+/** A redis-server of the test's own, without persistence, on `port`; resolves once it accepts connections. */
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--daemonize', 'no'])
+  let output = ''
+  await new Promise<void>((resolve, reject) => {
+    child.stdout!.setEncoding('utf8').on('data', (chunk: string) => {
+      output += chunk
+      if (output.includes('Ready to accept connections')) resolve()
+    })
+    child.on('exit', (code) => reject(new Error(`redis-server exited (${code}): ${output}`)))
+  })
+  return child
+}
+
+async function stopRedis(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  child.kill('SIGKILL')
+  await once(child, 'exit')
+}
+
+/** Log lines (JSON) of an app, kept to look at. */
+function capturedLogger() {
+  const lines: Record<string, any>[] = []
+  return {
+    lines,
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+    warnings: (pattern: RegExp) => lines.filter((line) => line.level === 40 && pattern.test(line.msg)),
+  }
+}
+
+async function timed(send: () => Promise<LightMyRequestResponse>) {
+  const start = performance.now()
+  const response = await send()
+  return { response, ms: performance.now() - start }
+}
+
+const noQuotaHeaders = { policy: undefined, rateLimit: undefined, limit: undefined, remaining: undefined, reset: undefined }
+const url = (n: number | string) => `https://example.com/outage/${n}`
+
+const { database } = await openTestDatabase(t)
+const { prisma } = database
+
+async function appsOn(t: { teardown(fn: () => unknown): void }, redisUrl: string) {
+  const keyPrefix = redisKeyPrefix(t, redisUrl)
+  const build = async (policy: 'allow' | 'deny') => {
+    const log = capturedLogger()
+    const { app } = await buildTestApp(t, {
+      database,
+      env: { REDIS_URL: redisUrl, RATE_LIMIT_ON_REDIS_ERROR: policy },
+      logger: log.logger,
+      rateLimits: { keyPrefix },
+    })
+    return { app, log }
+  }
+  return { allow: await build('allow'), deny: await build('deny') }
+}
+
+t.test('Redis unreachable (nothing listens on the port)', async (t) => {
+  const port = await freePort()
+  const { allow, deny } = await appsOn(t, `redis://127.0.0.1:${port}`)
+  const ws = await quotaWorkspace(prisma, 'dead port', { hour: 1, day: 1 })
+  t.ok(allow.log.warnings(/Redis is not reachable yet/).length, 'the start says Redis is not reachable yet')
+  // The first requests of an app also warm up its database queries: not part of what is timed.
+  const warmUp = await quotaWorkspace(prisma, 'warm up', {})
+  for (const app of [allow.app, deny.app]) {
+    await client(app, warmUp.token).create({ url: url('warm-up') })
+    await client(app, warmUp.token).update(1, {})
+  }
+
+  for (let i = 0; i < 3; i++) {
+    const { response, ms } = await timed(() => client(allow.app, ws.token).create({ url: url(i) }))
+    t.equal(response.statusCode, 201, 'allow: the request goes through (the quota of 1 is not enforced)')
+    t.same(quotaHeaders(response), noQuotaHeaders, 'allow: no quota headers, nothing is known')
+    t.ok(ms < 300, `allow: answered in ${ms.toFixed(1)} ms`)
+  }
+  const warnings = allow.log.warnings(/rate-limit store unreachable: requests go through/)
+  t.equal(warnings.length, 1, 'one warning for the outage, not one per request')
+  t.match(warnings[0], { policy: 'allow', err: { message: /enableOfflineQueue|ECONNREFUSED|Connection/ } })
+
+  for (let i = 0; i < 3; i++) {
+    const { response, ms } = await timed(() => client(deny.app, ws.token).create({ url: url(`d${i}`) }))
+    t.equal(response.statusCode, 503, 'deny: 503')
+    t.match(json(response), { status: 503, code: 'unavailable', detail: /rate-limit store/ })
+    t.ok(ms < 300, `deny: answered in ${ms.toFixed(1)} ms`)
+  }
+  t.equal(deny.log.warnings(/rate-limit store unreachable: requests are refused/).length, 1)
+})
+
+t.test('Redis stops, freezes and comes back: the policy applies without hanging, then limits work again without a restart', { skip: hasRedisServer ? false : 'no redis-server binary on this machine' }, async (t) => {
+  const port = await freePort()
+  let redis = await startRedis(port)
+  t.teardown(() => stopRedis(redis))
+  const { allow, deny } = await appsOn(t, `redis://127.0.0.1:${port}`)
+  const apps: [string, FastifyInstance][] = [['allow', allow.app], ['deny', deny.app]]
+
+  const before = await quotaWorkspace(prisma, 'before outage', { hour: 2, day: 10 })
+  for (const [policy, app] of apps) {
+    const response = await client(app, before.token).create({ url: url(policy) })
+    t.equal(response.statusCode, 201, `${policy}: works while Redis is up`)
+    t.ok(quotaHeaders(response).rateLimit, `${policy}: with quota headers`)
+  }
+  t.equal((await client(deny.app, before.token).create({ url: url('third') })).statusCode, 429, 'both instances count in the one Redis')
+
+  await stopRedis(redis)
+  for (let i = 0; i < 3; i++) {
+    const allowed = await timed(() => client(allow.app, before.token).create({ url: url(`down-${i}`) }))
+    t.equal(allowed.response.statusCode, 201, 'Redis down, allow: through')
+    t.ok(allowed.ms < 300, `allow answered in ${allowed.ms.toFixed(1)} ms`)
+    const denied = await timed(() => client(deny.app, before.token).create({ url: url(`down-d${i}`) }))
+    t.equal(denied.response.statusCode, 503, 'Redis down, deny: 503')
+    t.ok(denied.ms < 300, `deny answered in ${denied.ms.toFixed(1)} ms`)
+  }
+
+  redis = await startRedis(port)
+  const after = await quotaWorkspace(prisma, 'after outage', { hour: 2, day: 10 })
+  const recovered = async (app: FastifyInstance) => {
+    for (let i = 0; i < 50; i++) {
+      const response = await client(app, after.token).update(1, {})
+      if (quotaHeaders(response).rateLimit) return true
+      await sleep(100)
+    }
+    return false
+  }
+  for (const [policy, app] of apps) t.ok(await recovered(app), `${policy}: Redis answers again, no restart`)
+  t.ok(allow.log.lines.some((line) => /rate-limit store reachable again/.test(line.msg)), 'the recovery is logged')
+  const statuses = []
+  for (let i = 0; i < 3; i++) statuses.push((await client(apps[i % 2][1], after.token).create({ url: url(`back-${i}`) })).statusCode)
+  t.same(statuses, [201, 201, 429], 'the quota is enforced again, across both instances')
+
+  // Frozen (SIGSTOP): connected but silent. Nothing waits more than the 250 ms budget.
+  redis.kill('SIGSTOP')
+  try {
+    const allowed = await timed(() => client(allow.app, after.token).update(1, {}))
+    t.equal(allowed.response.statusCode, 404, 'frozen, allow: on to the handler (no such link)')
+    t.same(quotaHeaders(allowed.response), noQuotaHeaders)
+    t.ok(allowed.ms >= 250 && allowed.ms < 400, `allow waited the budget and no more: ${allowed.ms.toFixed(1)} ms`)
+    const denied = await timed(() => client(deny.app, after.token).update(1, {}))
+    t.equal(denied.response.statusCode, 503, 'frozen, deny: 503')
+    t.ok(denied.ms >= 250 && denied.ms < 400, `deny waited the budget and no more: ${denied.ms.toFixed(1)} ms`)
+  } finally {
+    redis.kill('SIGCONT')
+  }
+  for (const [policy, app] of apps) t.ok(await recovered(app), `${policy}: answers again after the freeze`)
+})
