@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyRequest } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import {
@@ -17,6 +17,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
   const security = [{ apiToken: [] }]
   const onRequest = [app.authenticate, requireJsonBody]
+  const admit = (request: FastifyRequest) => () => app.quotas.admit(request)
   const updateDoc = {
     tags: ['links'],
     security,
@@ -51,7 +52,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       },
     },
     async (request, reply) => {
-      const link = await createLink(options.links, request.caller, request.body)
+      const link = await createLink(options.links, request.caller, request.body, admit(request))
       return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link))
     },
   )
@@ -70,7 +71,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       },
     },
     async (request) => {
-      const link = await updateLinkFields(options.links, request.caller, { uniq: request.params.uniqId }, request.body)
+      const link = await updateLinkFields(options.links, request.caller, { uniq: request.params.uniqId }, request.body, admit(request))
       return toLinkRecord(link)
     },
   )
@@ -90,7 +91,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     },
     async (request) => {
       const { domain, id } = request.params
-      const link = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body)
+      const link = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body, admit(request))
       return toLinkRecord(link)
     },
   )

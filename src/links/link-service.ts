@@ -16,16 +16,29 @@ export interface LinkServiceContext {
   config: Config
 }
 
+/**
+ * Awaited once the request is known to be valid and right before the link is stored (and before any
+ * autofill fetch): the quota check of src/plugins/rate-limits.ts, which throws 429 when the workspace is
+ * over its quota. Every successful create and update passes through it.
+ */
+export type Admit = () => Promise<void>
+
 /** Attempts at a fresh random slug before giving up; with 36^7 slugs a second attempt is already rare. */
 const GENERATED_SLUG_ATTEMPTS = 8
 
-export async function createLink(context: LinkServiceContext, caller: Caller, request: CreateLinkRequest): Promise<StoredLink> {
+export async function createLink(
+  context: LinkServiceContext,
+  caller: Caller,
+  request: CreateLinkRequest,
+  admit: Admit,
+): Promise<StoredLink> {
   const { link } = request
   const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
   const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
   if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
 
   const settings: LinkSettings = { ...DEFAULT_SETTINGS, ...parsed, url: link.url }
+  await admit()
   // Autofill (contract section 12) will fill empty metadata here, before the link is stored.
 
   if (link.id !== undefined) {
@@ -79,6 +92,7 @@ export async function updateLinkFields(
   caller: Caller,
   locator: LinkLocator,
   request: UpdateLinkRequest,
+  admit: Admit,
 ): Promise<StoredLink> {
   const link = await findLink(context, caller, locator)
   refuseIdentityChange(link, request.link)
@@ -87,6 +101,8 @@ export async function updateLinkFields(
     workspaceId: caller.workspaceId,
     storedPasswordHash: link.passwordHash,
   })
+  // Even an update that changes nothing is a successful update: it is admitted (and counted) like any other.
+  await admit()
   // Autofill (contract section 12) will run here on the merged link.
   if (Object.keys(changes).length === 0) return link
   const updated = await updateLink(context.prisma, link, changes)

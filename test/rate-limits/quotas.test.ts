@@ -185,7 +185,11 @@ for (const { store, app } of apps) {
         t.equal(response.statusCode, 200)
         t.equal(quotaHeaders(response).remaining, String(3 - i))
       }
-      t.equal((await api.update(link.uniq, { title: 'one too many' })).statusCode, 429)
+      const refused = await api.update(link.uniq, { title: 'one too many' })
+      t.equal(refused.statusCode, 429)
+      t.equal(json(await api.update(link.uniq, {})).code, 'rate_limited', 'an update that changes nothing is still an update')
+      t.equal(await prisma.link.count({ where: { uniq: link.uniq, title: 't3' } }), 1, 'the refused update stored nothing')
+      t.equal((await api.update(999_999_999, { title: 'x' })).statusCode, 404, 'over the quota, a missing link is still 404')
     })
 
     t.test('create and update have quotas of their own', async (t) => {

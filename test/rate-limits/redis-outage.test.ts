@@ -150,20 +150,23 @@ t.test('Redis stops, freezes and comes back: the policy applies without hanging,
   }
   for (const [policy, app] of apps) t.ok(await recovered(app), `${policy}: Redis answers again, no restart`)
   t.ok(allow.log.lines.some((line) => /rate-limit store reachable again/.test(line.msg)), 'the recovery is logged')
-  const statuses = []
-  for (let i = 0; i < 3; i++) statuses.push((await client(apps[i % 2][1], after.token).create({ url: url(`back-${i}`) })).statusCode)
-  t.same(statuses, [201, 201, 429], 'the quota is enforced again, across both instances')
+  const responses = []
+  for (let i = 0; i < 3; i++) responses.push(await client(apps[i % 2][1], after.token).create({ url: url(`back-${i}`) }))
+  t.same(responses.map((r) => r.statusCode), [201, 201, 429], 'the quota is enforced again, across both instances')
+  const { uniq } = json(responses[0])
 
   // Frozen (SIGSTOP): connected but silent. Nothing waits more than the 250 ms budget.
   redis.kill('SIGSTOP')
   try {
-    const allowed = await timed(() => client(allow.app, after.token).update(1, {}))
-    t.equal(allowed.response.statusCode, 404, 'frozen, allow: on to the handler (no such link)')
+    const allowed = await timed(() => client(allow.app, after.token).update(uniq, { note: 'frozen' }))
+    t.equal(allowed.response.statusCode, 200, 'frozen, allow: updated')
     t.same(quotaHeaders(allowed.response), noQuotaHeaders)
     t.ok(allowed.ms >= 250 && allowed.ms < 400, `allow waited the budget and no more: ${allowed.ms.toFixed(1)} ms`)
-    const denied = await timed(() => client(deny.app, after.token).update(1, {}))
+    const denied = await timed(() => client(deny.app, after.token).update(uniq, { note: 'denied' }))
     t.equal(denied.response.statusCode, 503, 'frozen, deny: 503')
     t.ok(denied.ms >= 250 && denied.ms < 400, `deny waited the budget and no more: ${denied.ms.toFixed(1)} ms`)
+    const stored = await prisma.link.findUniqueOrThrow({ where: { uniq } })
+    t.equal(stored.note, 'frozen', 'the refused update changed nothing')
   } finally {
     redis.kill('SIGCONT')
   }
