@@ -20,7 +20,8 @@ import { loadConfig } from '../src/config/config.js'
 import { openTestDatabase } from '../test/support/test-app.js'
 import { MemoryQuotaStore } from '../src/rate-limits/memory-store.js'
 import { toDecision, type QuotaStore } from '../src/rate-limits/quota-store.js'
-import { createRedisClient, firstConnection, RedisQuotaStore } from '../src/rate-limits/redis-store.js'
+import { RedisQuotaStore } from '../src/rate-limits/redis-store.js'
+import { createRedisClient, firstConnection } from '../src/redis/redis-client.js'
 import { addDomain, createToken, setLimits } from '../src/workspaces/workspace-repository.js'
 
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 3000)
@@ -92,11 +93,11 @@ async function main() {
   await build('redis', { store: new RedisQuotaStore(redis, { keyPrefix }) })
 
   const headers = { 'api-authorization': token, 'content-type': 'application/json' }
-  const created = await variants[0].app.inject({ method: 'POST', url: '/v1/links/create', headers, payload: { link: { url: 'https://example.com/bench' } } })
+  const created = await variants[0].app.inject({ method: 'POST', url: '/v1/links/create', headers, payload: { link: { url: 'https://example.com/bench' }, autofill: false } })
   if (created.statusCode !== 201) throw new Error(`create: ${created.statusCode} ${created.body}`)
   const uniq = created.json().uniq
   const update = (app: FastifyInstance, i: number) =>
-    app.inject({ method: 'PUT', url: `/v1/links/${uniq}`, headers, payload: { link: { title: `title ${i}` } } })
+    app.inject({ method: 'PUT', url: `/v1/links/${uniq}`, headers, payload: { link: { title: `title ${i}` }, autofill: false } })
 
   for (const { app } of variants) for (let i = 0; i < WARM_UP; i++) await update(app, i)
 
@@ -121,7 +122,7 @@ async function main() {
   const failBefore = counter.commands
   const FAILURES = 200
   for (let i = 0; i < FAILURES; i++) {
-    const response = await redisVariant.app.inject({ method: 'PUT', url: '/v1/links/999999999', headers, payload: { link: {} } })
+    const response = await redisVariant.app.inject({ method: 'PUT', url: '/v1/links/999999999', headers, payload: { link: {}, autofill: false } })
     if (response.statusCode !== 404) throw new Error(`expected 404, got ${response.statusCode}`)
   }
   const failCommands = counter.commands - failBefore

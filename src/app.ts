@@ -13,7 +13,9 @@ import database from './plugins/database.js'
 import errors, { BODY_LIMIT } from './plugins/errors.js'
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
+import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limits.js'
+import redis from './plugins/redis.js'
 import validation from './plugins/validation.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
@@ -26,6 +28,8 @@ export interface AppOptions {
   throttle?: BadTokenThrottle
   /** Quota store, clock and Redis key prefix overrides (tests, benchmarks); see src/plugins/rate-limits.ts. */
   rateLimits?: RateLimitOptions
+  /** Resolver, address restriction and cache overrides (tests); see src/plugins/autofill.ts. */
+  autofill?: AutofillPluginOptions
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -62,12 +66,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })
   await app.register(auth, { throttle: options.throttle })
+  await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
+  await app.register(autofill, { config, autofill: options.autofill })
   await app.register(openapi)
 
   await app.register(healthRoutes)
-  await app.register(linkRoutes, { links: { prisma: options.database.prisma, config } })
-  await app.register(linkReadRoutes, { links: { prisma: options.database.prisma, config } })
+  const links = { prisma: options.database.prisma, config, autofill: app.autofill }
+  await app.register(linkRoutes, { links })
+  await app.register(linkReadRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })
   await app.register(pixelRoutes, { prisma: options.database.prisma })
   await app.register(scriptRoutes, { prisma: options.database.prisma })

@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import type { AutofillResult } from '../autofill/autofill.js'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { Type } from '@sinclair/typebox'
 import {
@@ -52,7 +53,8 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       },
     },
     async (request, reply) => {
-      const link = await createLink(options.links, request.caller, request.body, admit(request))
+      const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request))
+      reportAutofill(request, reply, link.url, autofill)
       return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link))
     },
   )
@@ -70,8 +72,11 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         params: UniqIdParams,
       },
     },
-    async (request) => {
-      const link = await updateLinkFields(options.links, request.caller, { uniq: request.params.uniqId }, request.body, admit(request))
+    async (request, reply) => {
+      const { link, autofill } = await updateLinkFields(
+        options.links, request.caller, { uniq: request.params.uniqId }, request.body, admit(request),
+      )
+      reportAutofill(request, reply, link.url, autofill)
       return toLinkRecord(link)
     },
   )
@@ -89,10 +94,21 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         params: DomainSlugParams,
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const { domain, id } = request.params
-      const link = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body, admit(request))
+      const { link, autofill } = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body, admit(request))
+      reportAutofill(request, reply, link.url, autofill)
       return toLinkRecord(link)
     },
   )
+}
+
+/** X-Autofill on the answer, and a log line when the page could not be used. */
+function reportAutofill(request: FastifyRequest, reply: FastifyReply, url: string, autofill: AutofillResult): void {
+  reply.header('x-autofill', autofill.status)
+  if (autofill.status === 'failed') {
+    // The address without its query: query strings can carry things that do not belong in logs.
+    const { origin, pathname } = new URL(url)
+    request.log.info({ autofill: { page: origin + pathname, reason: autofill.reason } }, 'autofill failed: the link is stored as given')
+  }
 }

@@ -4,6 +4,7 @@ import type { Config } from '../config/config.js'
 import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { isUniqueViolation } from '../db/errors.js'
+import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
 import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { resolveLinkDomain } from './domains.js'
@@ -14,6 +15,13 @@ import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 export interface LinkServiceContext {
   prisma: PrismaClient
   config: Config
+  autofill: Autofill
+}
+
+/** A stored link and what autofill did to it (the X-Autofill header). */
+export interface LinkWrite {
+  link: StoredLink
+  autofill: AutofillResult
 }
 
 /**
@@ -31,7 +39,7 @@ export async function createLink(
   caller: Caller,
   request: CreateLinkRequest,
   admit: Admit,
-): Promise<StoredLink> {
+): Promise<LinkWrite> {
   const { link } = request
   const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
   const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
@@ -39,13 +47,25 @@ export async function createLink(
 
   const settings: LinkSettings = { ...DEFAULT_SETTINGS, ...parsed, url: link.url }
   await admit()
-  // Autofill (contract section 12) will fill empty metadata here, before the link is stored.
+  // Outside any transaction: a fetch may take the whole AUTOFILL_TIMEOUT_MS.
+  const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(settings.url, settings)
+  Object.assign(settings, autofill.filled)
+  return { link: await insertWithSlug(context, caller, domain, link.id, settings), autofill }
+}
 
-  if (link.id !== undefined) {
+/** Stores the link at `slug`, or at a fresh random slug when none is given. */
+async function insertWithSlug(
+  context: LinkServiceContext,
+  caller: Caller,
+  domain: string,
+  slug: string | undefined,
+  settings: LinkSettings,
+): Promise<StoredLink> {
+  if (slug !== undefined) {
     try {
-      return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug: link.id, settings })
+      return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug, settings })
     } catch (error) {
-      if (isUniqueViolation(error)) throw slugTaken(domain, link.id)
+      if (isUniqueViolation(error)) throw slugTaken(domain, slug)
       throw error
     }
   }
@@ -93,7 +113,7 @@ export async function updateLinkFields(
   locator: LinkLocator,
   request: UpdateLinkRequest,
   admit: Admit,
-): Promise<StoredLink> {
+): Promise<LinkWrite> {
   const link = await findLink(context, caller, locator)
   refuseIdentityChange(link, request.link)
   const changes = await parseLinkInput(request.link, {
@@ -103,9 +123,11 @@ export async function updateLinkFields(
   })
   // Even an update that changes nothing is a successful update: it is admitted (and counted) like any other.
   await admit()
-  // Autofill (contract section 12) will run here on the merged link.
-  if (Object.keys(changes).length === 0) return link
-  const updated = await updateLink(context.prisma, link, changes)
+  // An empty `link` returns the link unchanged (contract section 7): autofill does not run either.
+  if (Object.keys(changes).length === 0) return { link, autofill: SKIPPED }
+  const merged = { ...link, ...changes }
+  const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(merged.url, merged)
+  const updated = await updateLink(context.prisma, link, { ...changes, ...autofill.filled })
   if (!updated) throw notFound()
-  return updated
+  return { link: updated, autofill }
 }

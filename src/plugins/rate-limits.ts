@@ -21,7 +21,8 @@ import { quotaExceeded, unavailable } from '../errors/app-error.js'
 import { MemoryQuotaStore } from '../rate-limits/memory-store.js'
 import { afterRefund, exhaustedWindow, quotaHeaders } from '../rate-limits/quota-headers.js'
 import type { QuotaDecision, QuotaLimits, QuotaOperation, QuotaStore, QuotaSubject } from '../rate-limits/quota-store.js'
-import { createRedisClient, firstConnection, RedisQuotaStore } from '../rate-limits/redis-store.js'
+import { RedisQuotaStore } from '../rate-limits/redis-store.js'
+import { firstConnection } from '../redis/redis-client.js'
 import { workspaceLimits } from '../workspaces/workspace-repository.js'
 
 export interface RateLimitOptions {
@@ -95,11 +96,10 @@ export default fp(
     if (settings.store) {
       store = settings.store
       storeKind = 'custom'
-    } else if (config.redisUrl) {
-      const redis = createRedisClient(config.redisUrl)
-      store = new RedisQuotaStore(redis, { keyPrefix: settings.keyPrefix, ownsClient: true })
+    } else if (app.redis) {
+      store = new RedisQuotaStore(app.redis, { keyPrefix: settings.keyPrefix })
       storeKind = 'redis'
-      if (!(await firstConnection(redis))) {
+      if (!(await firstConnection(app.redis))) {
         app.log.warn(`rate limits: Redis is not reachable yet; until it is, RATE_LIMIT_ON_REDIS_ERROR=${policy} applies`)
       }
     } else {
@@ -249,5 +249,5 @@ export default fp(
 
     app.decorate('quotas', { storeKind, routeHooks, admit })
   },
-  { name: 'rate-limits', dependencies: ['database', 'auth'] },
+  { name: 'rate-limits', dependencies: ['database', 'auth', 'redis'] },
 )

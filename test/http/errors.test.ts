@@ -5,7 +5,7 @@ import t from 'tap'
 import { buildApp } from '../../src/app.js'
 import type { Database } from '../../src/db/database.js'
 import { openDatabase } from '../../src/db/database.js'
-import { buildTestApp, client, createWorkspaceToken, testConfig } from '../support/test-app.js'
+import { buildTestApp, client, createWorkspaceToken, testAutofill, testConfig } from '../support/test-app.js'
 
 const { app, prisma } = await buildTestApp(t)
 const token = await createWorkspaceToken(prisma, { workspace: 'errs', defaultDomain: 'go.errs.test' })
@@ -84,7 +84,7 @@ t.test('healthz and readyz', async (t) => {
 
 t.test('503 unavailable when the database cannot be reached, without hanging', async (t) => {
   const unreachable = await openDatabase({ databaseUrl: 'postgresql://postgres@127.0.0.1:9/none', dataDir: 'unused', migrate: false })
-  const broken = await buildApp({ config: testConfig(), database: unreachable, closeDatabase: true, logger: false })
+  const broken = await buildApp({ config: testConfig(), database: unreachable, closeDatabase: true, logger: false, autofill: testAutofill() })
   t.teardown(() => broken.close())
   const started = Date.now()
   const response = await client(broken, token).create({ url: 'https://example.com/' })
@@ -108,7 +108,7 @@ t.test('500 internal says nothing about internals', async (t) => {
       },
     },
   } as unknown as Database
-  const broken = await buildApp({ config: testConfig(), database: failing, logger: false })
+  const broken = await buildApp({ config: testConfig(), database: failing, logger: false, autofill: testAutofill() })
   t.teardown(() => broken.close())
   const response = await client(broken, token).create({ url: 'https://example.com/' })
   assertProblem(t, response, 500, 'internal')

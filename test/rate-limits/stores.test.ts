@@ -6,7 +6,8 @@
 import t from 'tap'
 import { MemoryQuotaStore } from '../../src/rate-limits/memory-store.js'
 import type { QuotaDecision, QuotaLimits, QuotaStore, QuotaSubject, QuotaTaken } from '../../src/rate-limits/quota-store.js'
-import { createRedisClient, firstConnection, RedisQuotaStore } from '../../src/rate-limits/redis-store.js'
+import { RedisQuotaStore } from '../../src/rate-limits/redis-store.js'
+import { createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
 import { REDIS_URL, redisKeyPrefix, T0 } from './quota-support.js'
 
 const stores: { name: string; store: QuotaStore }[] = [{ name: 'in-process', store: new MemoryQuotaStore() }]

@@ -5,9 +5,13 @@
  */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { randomBytes } from 'node:crypto'
+import { isIP } from 'node:net'
 import pg from 'pg'
 import { buildApp, type AppOptions } from '../../src/app.js'
+import { isLoopbackAddress } from '../../src/autofill/address-policy.js'
+import type { LookupFunction } from '../../src/autofill/guarded-agent.js'
 import { loadConfig, type Config } from '../../src/config/config.js'
+import type { AutofillPluginOptions } from '../../src/plugins/autofill.js'
 import { openDatabase, type Database } from '../../src/db/database.js'
 import { addDomain, createToken } from '../../src/workspaces/workspace-repository.js'
 
@@ -61,6 +65,36 @@ export interface TestApp {
   config: Config
 }
 
+/**
+ * Host names the tests' resolver knows: `localhost` and what a test adds. Every other name fails at once
+ * (ENOTFOUND), so no test ever sends a DNS query or a request beyond this machine.
+ */
+export function testLookup(names: Record<string, string[]> = {}): LookupFunction {
+  const known: Record<string, string[]> = { localhost: ['127.0.0.1', '::1'], ...names }
+  return (hostname, options, callback) => {
+    const addresses = known[hostname.toLowerCase()]
+    if (!addresses) {
+      const error: NodeJS.ErrnoException = new Error(`getaddrinfo ENOTFOUND ${hostname}`)
+      error.code = 'ENOTFOUND'
+      return process.nextTick(callback, error, '')
+    }
+    const all = addresses.map((address) => ({ address, family: isIP(address) }))
+    if (options.all) process.nextTick(callback, null, all)
+    else process.nextTick(callback, null, all[0].address, all[0].family)
+  }
+}
+
+/**
+ * The test suite's autofill: the resolver above, and on top of the configured address policy a second
+ * one that lets nothing but loopback through (whatever AUTOFILL_ALLOW_PRIVATE says). The SSRF tests
+ * lift that second policy to test the real one, against loopback targets only.
+ */
+export const testAutofill = (): AutofillPluginOptions => ({
+  lookup: testLookup(),
+  restrictAddress: isLoopbackAddress,
+  keyPrefix: `test-${randomBytes(4).toString('hex')}:`,
+})
+
 export async function buildTestApp(
   t: Teardown,
   options: { env?: Record<string, string>; database?: Database } & Partial<Omit<AppOptions, 'config' | 'database'>> = {},
@@ -68,7 +102,8 @@ export async function buildTestApp(
   // A second app on the database of a first (several instances of the service) is given that database.
   const database = options.database ?? (await openTestDatabase(t)).database
   const config = testConfig(options.env)
-  const app = await buildApp({ ...options, config, database, logger: options.logger ?? false })
+  const autofill = { ...testAutofill(), ...options.autofill }
+  const app = await buildApp({ ...options, autofill, config, database, logger: options.logger ?? false })
   t.teardown(() => app.close())
   return { app, database, prisma: database.prisma, config }
 }

@@ -1,0 +1,76 @@
+/**
+ * The per-page cache of autofill (contract section 12): what a page gave, for an hour, so many links to
+ * one page cost one fetch. A page that could not be fetched is remembered for a minute only, so a bulk
+ * import against a dead site does not wait out the time budget for every link, while a page that is
+ * fixed is tried again soon. In Redis when REDIS_URL is set (shared by every instance), else in process.
+ */
+import { createHash } from 'node:crypto'
+import type { Redis } from 'ioredis'
+import { withDeadline } from '../redis/redis-client.js'
+import type { PageMetadata } from './metadata.js'
+
+export const METADATA_TTL_MS = 60 * 60 * 1000
+export const FAILURE_TTL_MS = 60 * 1000
+
+/** What is known of a page: its metadata, or why it could not be used. */
+export type CachedPage = { metadata: PageMetadata } | { failure: string }
+
+export interface MetadataCache {
+  get(url: string): Promise<CachedPage | undefined>
+  set(url: string, page: CachedPage): Promise<void>
+}
+
+export const ttlOf = (page: CachedPage) => ('failure' in page ? FAILURE_TTL_MS : METADATA_TTL_MS)
+
+/** In process: a map in insertion order, the oldest entries dropped past `maxEntries`. */
+export class MemoryMetadataCache implements MetadataCache {
+  private readonly entries = new Map<string, { page: CachedPage; expiresAt: number }>()
+
+  constructor(private readonly options: { maxEntries?: number; now?: () => number } = {}) {}
+
+  private now(): number {
+    return (this.options.now ?? Date.now)()
+  }
+
+  async get(url: string): Promise<CachedPage | undefined> {
+    const entry = this.entries.get(url)
+    if (!entry) return undefined
+    if (entry.expiresAt <= this.now()) {
+      this.entries.delete(url)
+      return undefined
+    }
+    return entry.page
+  }
+
+  async set(url: string, page: CachedPage): Promise<void> {
+    this.entries.delete(url)
+    const maxEntries = this.options.maxEntries ?? 10_000
+    while (this.entries.size >= maxEntries) this.entries.delete(this.entries.keys().next().value!)
+    this.entries.set(url, { page, expiresAt: this.now() + ttlOf(page) })
+  }
+}
+
+/**
+ * In Redis: one string per page, keyed by a hash of its address (addresses can be 4 KiB), expiring with
+ * the entry. A Redis that does not answer within the deadline is a cache miss, not an error: autofill
+ * then fetches the page itself.
+ */
+export class RedisMetadataCache implements MetadataCache {
+  constructor(
+    private readonly redis: Redis,
+    private readonly options: { keyPrefix?: string; deadlineMs?: number } = {},
+  ) {}
+
+  key(url: string): string {
+    return `${this.options.keyPrefix ?? ''}autofill:${createHash('sha256').update(url).digest('base64url')}`
+  }
+
+  async get(url: string): Promise<CachedPage | undefined> {
+    const value = await withDeadline(this.redis.get(this.key(url)), this.options.deadlineMs)
+    return value ? (JSON.parse(value) as CachedPage) : undefined
+  }
+
+  async set(url: string, page: CachedPage): Promise<void> {
+    await withDeadline(this.redis.set(this.key(url), JSON.stringify(page), 'PX', ttlOf(page)), this.options.deadlineMs)
+  }
+}

@@ -1,0 +1,62 @@
+/**
+ * `app.autofill`: open-graph autofill (contract section 12) with its guarded dispatcher and its cache,
+ * configured from AUTOFILL_TIMEOUT_MS, AUTOFILL_MAX_BYTES and AUTOFILL_ALLOW_PRIVATE.
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config/config.js'
+import { allowEveryAddress, isPublicAddress, type AddressPolicy } from '../autofill/address-policy.js'
+import { Autofill } from '../autofill/autofill.js'
+import { createGuardedAgent, type LookupFunction } from '../autofill/guarded-agent.js'
+import { MemoryMetadataCache, RedisMetadataCache, type MetadataCache } from '../autofill/metadata-cache.js'
+
+export const AUTOFILL_USER_AGENT = 'Mozilla/5.0 (compatible; shortlinks-autofill/0.1; +link preview of a short-link service)'
+
+export interface AutofillPluginOptions {
+  /** Host name resolution (tests inject one); default dns.lookup. */
+  lookup?: LookupFunction
+  /** A further restriction on top of the configured policy (the test suite allows loopback at most). */
+  restrictAddress?: AddressPolicy
+  cache?: MetadataCache
+  /** Prepended to the Redis cache keys (tests use one per app). */
+  keyPrefix?: string
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    autofill: Autofill
+  }
+}
+
+export default fp(
+  async function autofillPlugin(app: FastifyInstance, options: { config: Config; autofill?: AutofillPluginOptions }) {
+    const { timeoutMs, maxBytes, allowPrivate } = options.config.autofill
+    const settings = options.autofill ?? {}
+    const policy = allowPrivate ? allowEveryAddress : isPublicAddress
+    const restrict = settings.restrictAddress
+    const allowAddress: AddressPolicy = restrict ? (address) => policy(address) && restrict(address) : policy
+    if (allowPrivate) app.log.warn('AUTOFILL_ALLOW_PRIVATE=true: autofill may reach loopback and private addresses (tests only)')
+
+    const dispatcher = createGuardedAgent({ allowAddress, lookup: settings.lookup, connectTimeoutMs: timeoutMs })
+    app.addHook('onClose', async () => dispatcher.destroy())
+
+    const cache =
+      settings.cache ?? (app.redis ? new RedisMetadataCache(app.redis, { keyPrefix: settings.keyPrefix }) : new MemoryMetadataCache())
+    let lastCacheWarning = -Infinity
+    const autofill = new Autofill({
+      dispatcher,
+      timeoutMs,
+      maxBytes,
+      userAgent: AUTOFILL_USER_AGENT,
+      cache,
+      onCacheError: (error) => {
+        // At most one warning a minute: with Redis down, every autofill meets it.
+        if (Date.now() - lastCacheWarning < 60_000) return
+        lastCacheWarning = Date.now()
+        app.log.warn({ err: error }, 'autofill cache unreachable: pages are fetched without it')
+      },
+    })
+    app.decorate('autofill', autofill)
+  },
+  { name: 'autofill', dependencies: ['redis'] },
+)

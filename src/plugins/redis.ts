@@ -1,0 +1,31 @@
+/**
+ * `app.redis`: the instance's Redis client when REDIS_URL is set (null otherwise), shared by the rate-limit
+ * counters and the autofill cache, closed with the app. Start-up never waits for it: a Redis that is down
+ * is met by each use with its own fallback (src/redis/redis-client.ts).
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Redis } from 'ioredis'
+import type { Config } from '../config/config.js'
+import { createRedisClient } from '../redis/redis-client.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    redis: Redis | null
+  }
+}
+
+export default fp(
+  async function redis(app: FastifyInstance, options: { config: Config }) {
+    const client = options.config.redisUrl ? createRedisClient(options.config.redisUrl) : null
+    app.decorate('redis', client)
+    if (client) {
+      app.addHook('onClose', async () => {
+        // QUIT fails at once when disconnected (no offline queue); disconnect then stops the reconnecting.
+        await client.quit().catch(() => {})
+        client.disconnect()
+      })
+    }
+  },
+  { name: 'redis' },
+)
