@@ -166,7 +166,15 @@ export const LinkPatch = Type.Partial(Type.Object(linkFields), {
 export const CreateLinkBody = Type.Object(
   {
     link: LinkInput,
-    autofill: Type.Optional(Type.Boolean({ default: true, description: 'Fill missing open-graph metadata from the page' })),
+    autofill: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          'Fill the empty title, description, image and favicon from the destination page (og:, twitter:, <title>, ' +
+          'meta description, icon link), within AUTOFILL_TIMEOUT_MS. Never fails the request; the X-Autofill ' +
+          'response header says what happened.',
+      }),
+    ),
   },
   {
     examples: [
@@ -181,7 +189,14 @@ export const CreateLinkBody = Type.Object(
 export const UpdateLinkBody = Type.Object(
   {
     link: LinkPatch,
-    autofill: Type.Optional(Type.Boolean({ default: true, description: 'Fill missing open-graph metadata from the page' })),
+    autofill: Type.Optional(
+      Type.Boolean({
+        default: true,
+        description:
+          'Like create, on the merged link: changing url with title set to null fetches the new page; values the ' +
+          'link has are never overwritten. An empty link object changes nothing and fetches nothing.',
+      }),
+    ),
   },
   { examples: [{ link: { title: 'Summer sale', tags: 'summer,email' } }] },
 )

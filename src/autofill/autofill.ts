@@ -73,7 +73,8 @@ export class Autofill {
     } catch (error) {
       page = { failure: error instanceof Error ? error.message : String(error) }
     }
-    await this.options.cache.set(cacheKey(url), page).catch((error) => this.options.onCacheError?.(error))
+    // Not awaited: the answer does not wait for the cache (a Redis that hangs would cost it the deadline).
+    this.options.cache.set(cacheKey(url), page).catch((error) => this.options.onCacheError?.(error))
     return page
   }
 }

@@ -10,7 +10,7 @@ import {
   UpdateLinkBody,
 } from '../../schemas/link.js'
 import { requireJsonBody } from '../plugins/json-body.js'
-import { problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
+import { AUTOFILL_HEADER, problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
 import { toLinkRecord } from './link-record.js'
 
@@ -24,7 +24,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     security,
     body: UpdateLinkBody,
     response: withQuotaHeaders({
-      200: successResponse('The link after the merge', LinkRecord),
+      200: { ...successResponse('The link after the merge', LinkRecord), headers: AUTOFILL_HEADER },
       ...problemResponses(400, 401, 404, 413, 415, 429, 500, 503),
     }),
   }
@@ -46,7 +46,10 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         response: withQuotaHeaders({
           201: {
             ...successResponse('The stored link', LinkRecord),
-            headers: { Location: Type.String({ description: 'Where to GET the link: /v1/links/{uniq}', examples: ['/v1/links/42'] }) },
+            headers: {
+              Location: Type.String({ description: 'Where to GET the link: /v1/links/{uniq}', examples: ['/v1/links/42'] }),
+              ...AUTOFILL_HEADER,
+            },
           },
           ...problemResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
         }),

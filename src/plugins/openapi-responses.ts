@@ -86,6 +86,19 @@ export const successResponse = (description: string, schema: TSchema & { example
   content: { 'application/json': { schema: Type.Ref(schema), example: schema.examples?.[0] } },
 })
 
+/** What autofill did (contract section 12), on every successful create and update. */
+export const AUTOFILL_HEADER = {
+  'X-Autofill': Type.Union(
+    [Type.Literal('filled'), Type.Literal('partial'), Type.Literal('failed'), Type.Literal('skipped')],
+    {
+      description:
+        '`filled`: every empty title/description/image/favicon was filled from the page; `partial`: some were ' +
+        '(the page lacked the others); `failed`: the page could not be fetched or parsed, the link is stored as ' +
+        'given; `skipped`: autofill was false, nothing was empty, or the update changed nothing.',
+    },
+  ),
+}
+
 /** The quota headers of contract section 8 (src/plugins/rate-limits.ts). */
 export const QUOTA_HEADERS = {
   'RateLimit-Policy': Type.String({

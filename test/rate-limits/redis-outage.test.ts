@@ -158,11 +158,11 @@ t.test('Redis stops, freezes and comes back: the policy applies without hanging,
   // Frozen (SIGSTOP): connected but silent. Nothing waits more than the 250 ms budget.
   redis.kill('SIGSTOP')
   try {
-    const allowed = await timed(() => client(allow.app, after.token).update(uniq, { note: 'frozen' }))
+    const allowed = await timed(() => client(allow.app, after.token).update(uniq, { note: 'frozen' }, { autofill: false }))
     t.equal(allowed.response.statusCode, 200, 'frozen, allow: updated')
     t.same(quotaHeaders(allowed.response), noQuotaHeaders)
     t.ok(allowed.ms >= 250 && allowed.ms < 400, `allow waited the budget and no more: ${allowed.ms.toFixed(1)} ms`)
-    const denied = await timed(() => client(deny.app, after.token).update(uniq, { note: 'denied' }))
+    const denied = await timed(() => client(deny.app, after.token).update(uniq, { note: 'denied' }, { autofill: false }))
     t.equal(denied.response.statusCode, 503, 'frozen, deny: 503')
     t.ok(denied.ms >= 250 && denied.ms < 400, `deny waited the budget and no more: ${denied.ms.toFixed(1)} ms`)
     const stored = await prisma.link.findUniqueOrThrow({ where: { uniq } })
