@@ -3,7 +3,7 @@
  * order mark, else the charset of the Content-Type header, else a `<meta charset>` or `<meta http-equiv
  * content-type>` near the top, else UTF-8. Any label the WHATWG Encoding standard knows works (Node's
  * TextDecoder has them all: ISO-8859-1, Windows-1251, Shift_JIS, EUC-KR, GBK, …); an unknown label falls
- * back to UTF-8. Bytes that do not decode become U+FFFD, never an error.
+ * is skipped. Bytes that do not decode become U+FFFD, never an error.
  */
 
 /** How far into the page a `<meta>` charset declaration is looked for (the standard says 1024 bytes; pages are sloppier). */
@@ -19,17 +19,19 @@ const BOMS: [number[], string][] = [
 
 export function decodeHtml(bytes: Uint8Array, contentType: string | null): string {
   for (const [mark, encoding] of BOMS) {
-    if (mark.every((byte, i) => bytes[i] === byte)) return decoder(encoding).decode(bytes.subarray(mark.length))
+    if (mark.every((byte, i) => bytes[i] === byte)) return new TextDecoder(encoding).decode(bytes.subarray(mark.length))
   }
-  const declared = charsetOf(contentType ?? '') ?? metaCharset(bytes)
-  return decoder(declared ?? 'utf-8').decode(bytes)
+  // A label the Encoding standard does not know is ignored, as browsers do: the next source decides.
+  const decoder = knownDecoder(charsetOf(contentType ?? '')) ?? knownDecoder(metaCharset(bytes)) ?? new TextDecoder('utf-8')
+  return decoder.decode(bytes)
 }
 
-function decoder(label: string): TextDecoder {
+function knownDecoder(label: string | undefined): TextDecoder | undefined {
+  if (!label) return undefined
   try {
     return new TextDecoder(label)
   } catch {
-    return new TextDecoder('utf-8')
+    return undefined
   }
 }
 

@@ -20,8 +20,11 @@ type OgsResult = Awaited<ReturnType<typeof ogs>>['result']
 /** Fallbacks open-graph-scraper would otherwise also try, which the contract does not use. */
 const UNUSED_FALLBACKS: OnlyGetOpenGraphInfoItem[] = ['image', 'audioUrl', 'locale', 'logo', 'url', 'date']
 
-export async function extractMetadata(html: string, pageUrl: URL): Promise<PageMetadata> {
-  if (!html.trim()) return {}
+/** Reads the page's metadata; an empty page is an error (there is nothing to read, not merely no tags). */
+export async function extractMetadata(source: string, pageUrl: URL): Promise<PageMetadata> {
+  if (!source.trim()) throw new Error('the page is empty')
+  // The HTML parser would turn NUL into U+FFFD, which cleanText could no longer tell from text.
+  const html = source.replaceAll('\0', ' ')
   // First the open-graph and twitter tags alone, then the plain HTML fallbacks (<title>, meta description,
   // icon links): the twitter tags come before the fallbacks, which one run cannot tell apart.
   const tags = (await ogs({ html, onlyGetOpenGraphInfo: true })).result

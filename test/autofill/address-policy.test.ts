@@ -1,7 +1,7 @@
 /**
  * Contract section 12: the address policy autofill connects under (src/autofill/address-policy.ts).
  * Only public unicast addresses are allowed; every other range, the IPv6 forms that tunnel to IPv4
- * (6to4, Teredo, NAT64) and IPv4-mapped addresses of refused IPv4 addresses are refused. Pure functions:
+ * (6to4, Teredo, NAT64, IPv4-compatible) and IPv4-mapped addresses of refused IPv4 addresses are refused. Pure functions:
  * no network at all.
  */
 import t from 'tap'
@@ -28,6 +28,7 @@ const REFUSED: [address: string, range: string][] = [
   ['::', 'unspecified'],
   ['fe80::1', 'linkLocal'],
   ['fe80::1%eth0', 'linkLocal'], // with a zone id
+  ['2606:4700:4700::1111%eth0', 'linkLocal'], // a zone id makes any address link-scoped
   ['fc00::1', 'uniqueLocal'],
   ['fd12::1', 'uniqueLocal'],
   ['ff02::1', 'multicast'],
@@ -38,6 +39,8 @@ const REFUSED: [address: string, range: string][] = [
   ['2002:7f00:1::', '6to4'],
   ['64:ff9b::7f00:1', 'rfc6052'], // NAT64
   ['2001::1', 'teredo'],
+  ['::7f00:1', 'ipv4Compatible'], // the deprecated ::127.0.0.1, as the URL parser writes it
+  ['::808:808', 'ipv4Compatible'], // ::8.8.8.8: a tunnel all the same
   ['2001:db8::1', 'reserved'], // documentation
   ['[::1]', 'loopback'], // as a URL writes it
 ]

@@ -244,8 +244,7 @@ t.test('an unknown charset label in the header leaves the <meta> declaration in 
   const response = await create('/charset/unknown-label')
   t.equal(response.statusCode, 201)
   t.equal(response.headers['x-autofill'], 'partial')
-  const todo = 'src: charset.ts decodes as UTF-8 when the header names an unknown label, ignoring <meta charset>'
-  t.equal(response.json().title, 'Привет', 'decoded as the <meta> says', { todo })
+  t.equal(response.json().title, 'Привет', 'decoded as the <meta> says')
 })
 
 t.test('entities are decoded; white space is collapsed and trimmed', async (t) => {
@@ -274,10 +273,8 @@ t.test('control characters in a title do not break the create and are not stored
   const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: response.json().uniq } })
   t.notMatch(stored.title, /\u0000/, 'no NUL in the stored title')
   t.notMatch(stored.description, /\u0000/, 'no NUL in the stored description')
-  // The HTML parser turns a NUL into U+FFFD before the control characters are cleaned, so it survives as such.
-  const todo = 'src: a NUL becomes U+FFFD (HTML parser) and is stored; cleanText only strips C0/C1 controls'
-  t.equal(stored.title, 'NUL inside', 'the NUL is dropped like other control characters', { todo })
-  t.equal(stored.description, 'attr nul', 'the NUL is dropped like other control characters', { todo })
+  t.equal(stored.title, 'NUL inside', 'the NUL is dropped like other control characters')
+  t.equal(stored.description, 'attr nul', 'the NUL is dropped like other control characters')
 })
 
 t.test('a title over 512 and a description over 2048 code points are cut to exactly that', async (t) => {
@@ -407,9 +404,9 @@ t.test('non-HTML answers and error statuses fail; the link is stored as given', 
   }
 })
 
-t.test('an empty HTML page is used but gives nothing: partial, every field null', async (t) => {
+t.test('an empty HTML page cannot be used: failed, every field null', async (t) => {
   server.route('/empty', status(200, ''))
-  await expectLink(t, await create('/empty'), 'partial', {})
+  await expectLink(t, await create('/empty'), 'failed', {})
   t.equal(fetches('/empty'), 1)
 })
 

@@ -19,7 +19,8 @@ import { setTimeout as delay } from 'node:timers/promises'
 import t from 'tap'
 import { Agent, fetch } from 'undici'
 import type { LinkMetadata } from '../../src/autofill/autofill.js'
-import { createGuardedAgent, type LookupFunction } from '../../src/autofill/guarded-agent.js'
+import type { AddressPolicy } from '../../src/autofill/address-policy.js'
+import { createGuardedAgent } from '../../src/autofill/guarded-agent.js'
 import { fetchPage } from '../../src/autofill/page-fetch.js'
 import { buildTestApp, client, createWorkspaceToken, testLookup } from '../support/test-app.js'
 
@@ -86,7 +87,7 @@ const loopback2 = await startPageServer('127.0.0.2', port)
 // ---------------------------------------------------------------------------------------------------
 // 1. Through the API, with the production policy.
 
-const appLookup = testLookup({ 'loopback.example': ['127.0.0.1'], 'mixed.example': ['::1', '127.0.0.1'] })
+const appLookup = testLookup({ 'loopback.example': ['127.0.0.1'], 'dual-stack.example': ['::1', '127.0.0.1'] })
 const { app, prisma } = await buildTestApp(t, { autofill: { lookup: appLookup, restrictAddress: undefined } })
 const api = client(app, await createWorkspaceToken(prisma, { workspace: 'ssrf', defaultDomain: 'go.ssrf.test' }))
 
@@ -100,17 +101,18 @@ t.teardown(() => unguarded.destroy())
 const EMPTY: LinkMetadata = { title: null, description: null, image: null, favicon: null }
 
 // Each case has a path of its own: autofill caches per address, and several spellings below are the
-// same address once parsed (0x7f.1, 2130706433 and 0177.0.0.1 are all 127.0.0.1).
+// same address once parsed (0x7f.1, 2130706433 and 0177.0.0.1 are all 127.0.0.1). The cases marked
+// `needsIPv6` are skipped where ::1 cannot be bound (IPv6 sockets unavailable).
 const cases: [name: string, url: (path: string) => string, needsIPv6?: boolean][] = [
   ['IPv4 loopback', (path) => `http://127.0.0.1:${port}${path}`],
   ['IPv6 loopback', (path) => `http://[::1]:${port}${path}`, true],
   ['hexadecimal IPv4', (path) => `http://0x7f.1:${port}${path}`],
   ['IPv4 as one number', (path) => `http://2130706433:${port}${path}`],
   ['octal IPv4', (path) => `http://0177.0.0.1:${port}${path}`],
-  ['IPv4-mapped IPv6', (path) => `http://[::ffff:127.0.0.1]:${port}${path}`],
+  ['IPv4-mapped IPv6', (path) => `http://[::ffff:127.0.0.1]:${port}${path}`, true],
   ['localhost', (path) => `http://localhost:${port}${path}`],
   ['a name resolving to loopback', (path) => `http://loopback.example:${port}${path}`],
-  ['a name resolving to IPv6 and IPv4 loopback', (path) => `http://mixed.example:${port}${path}`, true],
+  ['a name resolving to IPv6 and IPv4 loopback', (path) => `http://dual-stack.example:${port}${path}`, true],
 ]
 
 cases.forEach(([name, url, needsIPv6], index) => {
@@ -140,13 +142,13 @@ cases.forEach(([name, url, needsIPv6], index) => {
 // 2. The guarded dispatcher, with 127.0.0.1 standing for a public address and 127.0.0.2 refused.
 
 t.test('the guarded dispatcher', { skip: loopback2 ? false : '127.0.0.2 cannot be bound here' }, async (t) => {
-  /** A dispatcher under `allowAddress`, closed when the test ends. */
-  function guardedFetch(allowAddress: (address: string) => boolean, lookup: LookupFunction = dispatcherLookup) {
+  const lookup = testLookup({ 'mixed.example': ['127.0.0.2', '127.0.0.1'], 'refused.example': ['127.0.0.2'] })
+  /** fetchPage through a guarded dispatcher under `allowAddress`, closed when the test ends. */
+  function guardedFetch(allowAddress: AddressPolicy) {
     const dispatcher = createGuardedAgent({ allowAddress, lookup, connectTimeoutMs: 1000 })
     t.teardown(() => dispatcher.destroy())
     return (url: string) => fetchPage(url, { dispatcher, timeoutMs: 1000, maxBytes: 65536, userAgent: 'test' })
   }
-  const dispatcherLookup = testLookup({ 'mixed.example': ['127.0.0.2', '127.0.0.1'], 'refused.example': ['127.0.0.2'] })
   const fetchAllowing127001 = guardedFetch((address) => address === '127.0.0.1')
   const refused = (pattern: RegExp) => ({ name: 'PageFetchError', message: pattern })
   const pageAt = (url: string) => ({ url: new URL(url), html: /Internal title/ })
@@ -167,7 +169,7 @@ t.test('the guarded dispatcher', { skip: loopback2 ? false : '127.0.0.2 cannot b
     }
   })
 
-  t.test('a name resolving to a refused and an allowed address connects to the allowed one only', async (t) => {
+  t.test('a name resolving to a refused address, then an allowed one, connects to the allowed one only', async (t) => {
     const url = `http://mixed.example:${port}/page`
     t.match(await fetchAllowing127001(url), pageAt(url))
     await settle()
