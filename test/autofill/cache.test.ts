@@ -1,0 +1,104 @@
+/**
+ * The per-page cache of autofill and its neighbours: two instances sharing the Redis cache (one fetch for
+ * both, an hour for metadata, a minute for a failure), a Redis that cannot be reached (pages are fetched
+ * without it), the in-process cache's expiry and bound, and a create over its quota (no fetch at all).
+ */
+import { createServer } from 'node:net'
+import { once } from 'node:events'
+import { Redis } from 'ioredis'
+import t from 'tap'
+import { FAILURE_TTL_MS, MemoryMetadataCache, METADATA_TTL_MS, RedisMetadataCache } from '../../src/autofill/metadata-cache.js'
+import { setLimits } from '../../src/workspaces/workspace-repository.js'
+import { REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
+import { buildTestApp, client, createWorkspaceToken, json } from '../support/test-app.js'
+import { page, startPageServer, status } from './page-server.js'
+
+const ALLOW_PRIVATE = { AUTOFILL_ALLOW_PRIVATE: 'true' }
+const PAGE = '<html><head><title>Cached page</title><meta name="description" content="From the cache">' +
+  '<meta property="og:image" content="/i.png"><link rel="icon" href="/icon.png"></head></html>'
+
+const first = await buildTestApp(t, { env: ALLOW_PRIVATE })
+const { prisma, database } = first
+const token = await createWorkspaceToken(prisma, { workspace: 'cache', defaultDomain: 'go.cache.test' })
+const server = await startPageServer(t)
+server.route('/page', page(PAGE))
+server.route('/broken', status(500, 'down'))
+
+t.test('two instances share the Redis cache: one fetch for both; an hour for metadata, a minute for a failure', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
+  const keyPrefix = redisKeyPrefix(t)
+  const env = { ...ALLOW_PRIVATE, REDIS_URL: REDIS_URL! }
+  const [a, b] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, autofill: { keyPrefix } })))
+  const url = server.url('/page?shared')
+  const fromA = await client(a.app, token).create({ url })
+  t.equal(fromA.headers['x-autofill'], 'filled')
+  const fromB = await client(b.app, token).create({ url })
+  t.equal(fromB.headers['x-autofill'], 'filled')
+  t.equal(json(fromB).title, 'Cached page')
+  t.equal(json(fromB).image, server.url('/i.png'))
+  t.equal(server.requests('/page').filter((request) => request.url === '/page?shared').length, 1, 'the second instance used the cache')
+
+  const failed = await client(a.app, token).create({ url: server.url('/broken') })
+  t.equal(failed.headers['x-autofill'], 'failed')
+  t.equal((await client(b.app, token).create({ url: server.url('/broken') })).headers['x-autofill'], 'failed')
+  t.equal(server.requests('/broken').length, 1, 'the failure is remembered too')
+
+  const redis = new Redis(REDIS_URL!)
+  t.teardown(() => redis.disconnect())
+  const cache = new RedisMetadataCache(redis, { keyPrefix })
+  const metadataTtl = await redis.pttl(cache.key(url))
+  t.ok(metadataTtl > METADATA_TTL_MS - 60_000 && metadataTtl <= METADATA_TTL_MS, `metadata kept for an hour (${metadataTtl} ms left)`)
+  const failureTtl = await redis.pttl(cache.key(server.url('/broken')))
+  t.ok(failureTtl > 0 && failureTtl <= FAILURE_TTL_MS, `a failure kept for a minute (${failureTtl} ms left)`)
+})
+
+t.test('a Redis that cannot be reached: pages are fetched without the cache, and it is logged once', async (t) => {
+  const dead = createServer().listen(0, '127.0.0.1')
+  await once(dead, 'listening')
+  const { port } = dead.address() as { port: number }
+  dead.close()
+  const warnings: string[] = []
+  const { app } = await buildTestApp(t, {
+    database,
+    env: { ...ALLOW_PRIVATE, REDIS_URL: `redis://127.0.0.1:${port}` },
+    logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(JSON.parse(line).msg) } },
+  })
+  for (const query of ['a', 'b']) {
+    const started = Date.now()
+    const response = await client(app, token).create({ url: server.url(`/page?no-redis-${query}`) })
+    t.equal(response.statusCode, 201)
+    t.equal(response.headers['x-autofill'], 'filled')
+    t.ok(Date.now() - started < 1500, `answered in ${Date.now() - started} ms`)
+  }
+  t.equal(warnings.filter((msg) => /autofill cache unreachable/.test(msg)).length, 1, 'one warning, not one per request')
+})
+
+t.test('over its quota, a create fetches nothing', async (t) => {
+  const limited = await createWorkspaceToken(prisma, { workspace: 'limited', defaultDomain: 'go.limited.test' })
+  await setLimits(prisma, { workspace: 'limited', hour: 1 })
+  const api = client(first.app, limited)
+  t.equal((await api.create({ url: server.url('/page?quota-1') })).headers['x-autofill'], 'filled')
+  const refused = await api.create({ url: server.url('/page?quota-2') })
+  t.equal(refused.statusCode, 429)
+  t.equal(refused.headers['x-autofill'], undefined)
+  t.same(server.requests('/page').filter((request) => request.url === '/page?quota-2'), [], 'no request for the refused create')
+})
+
+t.test('the in-process cache: metadata for an hour, failures for a minute, the oldest entries dropped past its bound', async (t) => {
+  let now = 0
+  const cache = new MemoryMetadataCache({ maxEntries: 2, now: () => now })
+  await cache.set('https://a.example/', { metadata: { title: 'A' } })
+  await cache.set('https://b.example/', { failure: 'the page answered 500' })
+  now = FAILURE_TTL_MS - 1
+  t.same(await cache.get('https://b.example/'), { failure: 'the page answered 500' })
+  now = FAILURE_TTL_MS
+  t.equal(await cache.get('https://b.example/'), undefined, 'a failure is forgotten after a minute')
+  now = METADATA_TTL_MS - 1
+  t.same(await cache.get('https://a.example/'), { metadata: { title: 'A' } })
+  now = METADATA_TTL_MS
+  t.equal(await cache.get('https://a.example/'), undefined, 'metadata is forgotten after an hour')
+
+  now = 0
+  for (const host of ['a', 'b', 'c']) await cache.set(`https://${host}.example/`, { metadata: { title: host } })
+  t.equal(await cache.get('https://a.example/'), undefined, 'the oldest entry made room')
+  t.same(await cache.get('https://c.example/'), { metadata: { title: 'c' } })
+})
