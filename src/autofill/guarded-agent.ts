@@ -78,9 +78,9 @@ export function createGuardedAgent(options: GuardedAgentOptions): Agent {
 
   return new Agent({
     connect,
-    // One request per connection: a page fetch is a one-off, and no socket outlives its request's checks.
+    // No keep-alive (undici's pipelining 0): every request opens a connection of its own, checked as it is
+    // made; page fetches are one-offs to many sites, so there is little to reuse anyway.
     pipelining: 0,
     connections: 16,
-    keepAliveTimeout: 1000,
   })
 }
