@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import type { Config } from '../config/config.js'
-import { createRedisClient } from '../redis/redis-client.js'
+import { closeRedisClient, createRedisClient } from '../redis/redis-client.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,11 +20,7 @@ export default fp(
     const client = options.config.redisUrl ? createRedisClient(options.config.redisUrl) : null
     app.decorate('redis', client)
     if (client) {
-      app.addHook('onClose', async () => {
-        // QUIT fails at once when disconnected (no offline queue); disconnect then stops the reconnecting.
-        await client.quit().catch(() => {})
-        client.disconnect()
-      })
+      app.addHook('onClose', () => closeRedisClient(client))
     }
   },
   { name: 'redis' },

@@ -7,7 +7,7 @@
  * workspace's keys in one Redis Cluster slot, so a script may touch both windows of an operation.
  */
 import type { Redis } from 'ioredis'
-import { withDeadline } from '../redis/redis-client.js'
+import { closeRedisClient, withDeadline } from '../redis/redis-client.js'
 import { RESERVE_SCRIPT, REFUND_SCRIPT } from './sliding-window-scripts.js'
 import {
   QUOTA_WINDOWS,
@@ -79,8 +79,6 @@ export class RedisQuotaStore implements QuotaStore {
 
   async close(): Promise<void> {
     if (!this.options.ownsClient) return
-    // QUIT fails at once when disconnected (no offline queue); disconnect then stops the reconnecting.
-    await this.redis.quit().catch(() => {})
-    this.redis.disconnect()
+    await closeRedisClient(this.redis)
   }
 }

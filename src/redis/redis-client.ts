@@ -66,3 +66,8 @@ export function withDeadline<T>(promise: Promise<T>, ms = REDIS_DEADLINE_MS): Pr
   return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
 }
 
+/** Closes a client for good: QUIT fails at once when disconnected (no offline queue); disconnect then stops the reconnecting. */
+export async function closeRedisClient(redis: Redis): Promise<void> {
+  await redis.quit().catch(() => {})
+  redis.disconnect()
+}

@@ -3,13 +3,11 @@
  * both, an hour for metadata, a minute for a failure), a Redis that cannot be reached (pages are fetched
  * without it), the in-process cache's expiry and bound, and a create over its quota (no fetch at all).
  */
-import { createServer } from 'node:net'
-import { once } from 'node:events'
 import { Redis } from 'ioredis'
 import t from 'tap'
 import { FAILURE_TTL_MS, MemoryMetadataCache, METADATA_TTL_MS, RedisMetadataCache } from '../../src/autofill/metadata-cache.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
-import { REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
+import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { buildTestApp, client, createWorkspaceToken, json } from '../support/test-app.js'
 import { page, startPageServer, status } from './page-server.js'
 
@@ -52,10 +50,7 @@ t.test('two instances share the Redis cache: one fetch for both; an hour for met
 })
 
 t.test('a Redis that cannot be reached: pages are fetched without the cache, and it is logged once', async (t) => {
-  const dead = createServer().listen(0, '127.0.0.1')
-  await once(dead, 'listening')
-  const { port } = dead.address() as { port: number }
-  dead.close()
+  const port = await freePort()
   const warnings: string[] = []
   const { app } = await buildTestApp(t, {
     database,

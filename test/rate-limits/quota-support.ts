@@ -1,6 +1,8 @@
 /** Shared by the rate-limit tests: a clock they drive, Redis key namespaces of their own, quota workspaces. */
 import type { LightMyRequestResponse } from 'fastify'
 import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { createServer } from 'node:net'
 import { Redis } from 'ioredis'
 import type { Database } from '../../src/db/database.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
@@ -82,4 +84,14 @@ export function countStatuses(responses: LightMyRequestResponse[]): Record<numbe
   const counts: Record<number, number> = {}
   for (const response of responses) counts[response.statusCode] = (counts[response.statusCode] ?? 0) + 1
   return counts
+}
+
+/** A loopback port nothing listens on (it was free a moment ago): where a Redis that is down would be. */
+export async function freePort(): Promise<number> {
+  const server = createServer().listen(0, '127.0.0.1')
+  await once(server, 'listening')
+  const { port } = server.address() as { port: number }
+  server.close()
+  await once(server, 'close')
+  return port
 }

@@ -6,24 +6,14 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process'
 import { once } from 'node:events'
-import { createServer } from 'node:net'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import t from 'tap'
 import { buildTestApp, client, json, openTestDatabase } from '../support/test-app.js'
-import { quotaHeaders, quotaWorkspace, redisKeyPrefix } from './quota-support.js'
+import { freePort, quotaHeaders, quotaWorkspace, redisKeyPrefix } from './quota-support.js'
 
 const hasRedisServer = spawnSync('redis-server', ['--version']).status === 0
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0, '127.0.0.1')
-  await once(server, 'listening')
-  const { port } = server.address() as { port: number }
-  server.close()
-  await once(server, 'close')
-  return port
-}
 
 /** A redis-server of the test's own, without persistence, on `port`; resolves once it accepts connections. */
 async function startRedis(port: number): Promise<ChildProcess> {
