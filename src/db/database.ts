@@ -26,7 +26,7 @@ export interface OpenDatabaseOptions {
 }
 
 // Fail fast instead of queueing requests behind a database that does not answer.
-const CONNECT_TIMEOUT_MS = 3000
+export const CONNECT_TIMEOUT_MS = 3000
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.migrate ?? true) : openEmbedded(options.dataDir, options.migrate ?? true)

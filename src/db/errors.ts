@@ -2,11 +2,23 @@ const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P
 const UNAVAILABLE_MESSAGE =
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded when trying to connect|Can't reach database|DatabaseNotReachable|connection is insecure|the database system is (starting up|shutting down)/i
 
+interface ErrorLike {
+  name?: string
+  code?: unknown
+  message?: string
+  cause?: unknown
+  meta?: { driverAdapterError?: { cause?: { originalCode?: unknown; kind?: unknown; constraint?: { index?: unknown } } } }
+}
+
+/** The error and its causes, outermost first (a few levels: drivers wrap, Prisma wraps again). */
+function* chain(error: unknown): Generator<ErrorLike> {
+  let current = error as ErrorLike | undefined
+  for (let depth = 0; current && depth < 5; depth++, current = current.cause as ErrorLike | undefined) yield current
+}
+
 /** True for errors that mean "the database cannot be reached" rather than "this query is wrong". */
 export function isDatabaseUnavailable(error: unknown): boolean {
-  for (let current = error as { name?: string; code?: unknown; message?: string; cause?: unknown } | undefined, depth = 0;
-    current && depth < 5;
-    current = current.cause as typeof current, depth++) {
+  for (const current of chain(error)) {
     if (current.name === 'PrismaClientInitializationError') return true
     if (typeof current.code === 'string' && UNAVAILABLE_PRISMA_CODES.has(current.code)) return true
     if (typeof current.message === 'string' && UNAVAILABLE_MESSAGE.test(current.message)) return true
@@ -17,4 +29,48 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 /** True when a write failed on a unique constraint (P2002, whichever driver adapter reported it). */
 export function isUniqueViolation(error: unknown): boolean {
   return (error as { code?: unknown })?.code === 'P2002'
+}
+
+/** The PostgreSQL SQLSTATE behind a Prisma error, as both driver adapters pass it on. */
+function sqlState(error: ErrorLike): unknown {
+  return error.meta?.driverAdapterError?.cause?.originalCode
+}
+
+/**
+ * True when PostgreSQL aborted the transaction for a deadlock (40P01) or a serialization failure (40001): the
+ * same transaction run again will most likely succeed. Prisma reports these as P2034 for model queries; raw
+ * queries come as P2010, and PGlite's adapter does not map 40P01 at all, hence the SQLSTATE.
+ */
+export function isTransactionConflict(error: unknown): boolean {
+  for (const current of chain(error)) {
+    if (current.code === 'P2034') return true
+    const state = sqlState(current)
+    if (state === '40P01' || state === '40001') return true
+  }
+  return false
+}
+
+const BUSY_TRANSACTION = /Unable to start a transaction in the given time|cannot be executed on an expired transaction/
+
+/**
+ * True when the database answers but cannot take more work in time: Prisma could not start a transaction
+ * within maxWait, or a transaction outlived its timeout (both P2028), or the server has no connection slot
+ * left (53300, P2037). A reason to try again shortly, not a fault of the service.
+ */
+export function isDatabaseBusy(error: unknown): boolean {
+  for (const current of chain(error)) {
+    // Other P2028 messages (a transaction not found, already closed) are faults of the service, not load.
+    if (current.code === 'P2028' && typeof current.message === 'string' && BUSY_TRANSACTION.test(current.message)) return true
+    if (current.code === 'P2037') return true
+    if (sqlState(current) === '53300') return true
+  }
+  return false
+}
+
+/** The name of the foreign key a write violated (P2003), e.g. `Link_folderId_fkey`; undefined for other errors. */
+export function violatedForeignKey(error: unknown): string | undefined {
+  const current = error as ErrorLike
+  if (current?.code !== 'P2003') return undefined
+  const index = current.meta?.driverAdapterError?.cause?.constraint?.index
+  return typeof index === 'string' ? index : undefined
 }

@@ -87,7 +87,30 @@ export const quotaExceeded = (operation: string, window: { name: string; limit: 
     retryAfterSeconds,
   )
 
+/**
+ * Retry-After of every 503. A database or Redis that does not answer has failed a 250 ms to 3 s deadline
+ * already, and a pool that could not serve a request in 3 s is draining a burst that, on the smallest
+ * machines measured, clears in a few seconds: 2 s lets a client come back soon without hammering a service
+ * that is still catching up.
+ */
+export const RETRY_AFTER_UNAVAILABLE_SECONDS = 2
+const retryShortly = { 'retry-after': String(RETRY_AFTER_UNAVAILABLE_SECONDS) }
+
 export const unavailable = (what = 'database') =>
-  new AppError(503, 'unavailable', `The service cannot reach its ${what}; try again shortly`)
+  new AppError(503, 'unavailable', `The service cannot reach its ${what}; try again shortly`, undefined, retryShortly)
+
+/** The database answers but cannot take this request in time (pool exhausted, lock conflicts retried in vain). */
+export const databaseBusy = () =>
+  new AppError(
+    503,
+    'unavailable',
+    `The database is busy; try again in ${RETRY_AFTER_UNAVAILABLE_SECONDS} s`,
+    undefined,
+    retryShortly,
+  )
+
+/** The service is shutting down: another instance (or this one, restarted) will answer. */
+export const shuttingDown = () =>
+  new AppError(503, 'unavailable', 'The service is restarting; try again shortly', undefined, retryShortly)
 
 export const internal = () => new AppError(500, 'internal', 'Something went wrong on our side')

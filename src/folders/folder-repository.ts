@@ -1,5 +1,6 @@
 /** Every database access of folders. */
 import type { PrismaClient } from '../db/database.js'
+import { inTransaction } from '../db/transaction.js'
 
 const withLinkCount = { _count: { select: { links: true } } } as const
 
@@ -35,24 +36,28 @@ export async function deleteFolder(
   id: number,
   disposal: LinkDisposal,
 ): Promise<DeleteOutcome> {
-  return prisma.$transaction(async (tx) => {
+  return inTransaction(prisma, async (tx) => {
     // Locking the folder first makes a link being filed into it meanwhile either finish before the count (and be
-    // counted) or wait for the delete; without it, the foreign key would silently take such a link out.
+    // counted) or wait for the delete and fail its foreign key (a 400); without it, the foreign key would
+    // silently take such a link out.
     const locked = await tx.$queryRaw<unknown[]>`
       SELECT 1 FROM "Folder" WHERE "id" = ${id} AND "workspaceId" = ${workspaceId} FOR UPDATE`
     if (locked.length === 0) return 'missing'
-    if (disposal.kind === 'move' && (await tx.folder.count({ where: { id: disposal.to, workspaceId } })) === 0) {
-      return 'target-missing'
-    }
-    // A link's record changes with its folder, so its updatedDate does too.
-    const updatedAt = new Date()
-    if (disposal.kind === 'move') {
-      await tx.link.updateMany({ where: { folderId: id }, data: { folderId: disposal.to, updatedAt } })
-    } else if (disposal.kind === 'unfile') {
-      await tx.link.updateMany({ where: { folderId: id }, data: { folderId: null, updatedAt } })
-    } else {
+    if (disposal.kind === 'refuse') {
       const holds = await tx.link.count({ where: { folderId: id } })
       if (holds > 0) return { holds }
+    } else {
+      if (disposal.kind === 'move') {
+        // Locked as the links' foreign key will lock it: a target deleted meanwhile is missing here, not a 500 later.
+        const target = await tx.$queryRaw<unknown[]>`
+          SELECT 1 FROM "Folder" WHERE "id" = ${disposal.to} AND "workspaceId" = ${workspaceId} FOR KEY SHARE`
+        if (target.length === 0) return 'target-missing'
+      }
+      // A link's record changes with its folder, so its updatedDate does too (never backwards: see notBefore).
+      const to = disposal.kind === 'move' ? disposal.to : null
+      await tx.$executeRaw`
+        UPDATE "Link" SET "folderId" = ${to}::int, "updatedAt" = GREATEST("updatedAt", ${new Date().toISOString()}::timestamp(3))
+        WHERE "folderId" = ${id}`
     }
     await tx.folder.delete({ where: { id } })
     return 'deleted'

@@ -1,10 +1,11 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
 import type { PrismaClient } from '../db/database.js'
+import { KeyedQueue } from '../db/keyed-queue.js'
+import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
+import { fieldError } from '../errors/app-error.js'
 import type { LinkSettings, PixelSpec } from './link-input.js'
 import { slugKey } from './slug.js'
-
-type Transaction = Prisma.TransactionClient
 
 const withPixels = {
   pixels: { orderBy: { position: 'asc' }, include: { pixel: true } },
@@ -51,32 +52,75 @@ function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInp
   return data
 }
 
-/** Ids of the pixels, finding or creating the ones given by platform and value; order and first-seen kept. */
+/**
+ * Ids of the pixels, finding or creating the ones given by platform and value; order and first-seen kept.
+ *
+ * Every pixel the link will use is locked FOR KEY SHARE, as the link–pixel foreign key would lock it, but
+ * before the link's own row: a pixel being deleted meanwhile is then either gone here (a 400 naming it) or
+ * deleted only once this link is stored, with the link's updatedDate moved as for any link that loses a
+ * pixel (src/pixels/pixel-repository.ts locks the same rows in the same order: pixel, then links).
+ */
 async function resolvePixels(tx: Transaction, workspaceId: number, specs: PixelSpec[]): Promise<string[]> {
+  if (specs.length === 0) return []
   const wanted = specs.filter((spec): spec is Exclude<PixelSpec, { id: string }> => !('id' in spec))
-  const byKey = new Map<string, string>()
   if (wanted.length > 0) {
-    // ON CONFLICT DO NOTHING: a concurrent link creating the same pixel is not an error.
+    // ON CONFLICT DO NOTHING: a concurrent link creating the same pixel is not an error. Inserted in one
+    // order for every transaction (by platform, then value), so that two creating the same new pixels wait
+    // for each other instead of deadlocking.
+    const inOrder = wanted.slice().sort((a, b) => a.platform.localeCompare(b.platform) || a.value.localeCompare(b.value))
     await tx.pixel.createMany({
-      data: wanted.map((spec) => ({ workspaceId, platform: spec.platform, value: spec.value, title: spec.title })),
+      data: inOrder.map((spec) => ({ workspaceId, platform: spec.platform, value: spec.value, title: spec.title })),
       skipDuplicates: true,
     })
-    const rows = await tx.pixel.findMany({
-      where: { workspaceId, OR: wanted.map((spec) => ({ platform: spec.platform, value: spec.value })) },
-      select: { id: true, platform: true, value: true },
-    })
-    for (const row of rows) byKey.set(`${row.platform}\u0000${row.value}`, row.id)
   }
-  const ids = specs.map((spec) => ('id' in spec ? spec.id : byKey.get(`${spec.platform}\u0000${spec.value}`)!))
-  return [...new Set(ids)]
+  const ids = specs.flatMap((spec) => ('id' in spec ? [spec.id] : []))
+  const rows = await tx.$queryRaw<{ id: string; platform: string; value: string }[]>`
+    SELECT "id", "platform", "value" FROM "Pixel"
+    WHERE "workspaceId" = ${workspaceId}
+      AND ("id" = ANY(${ids}::uuid[])
+        OR ("platform", "value") IN (SELECT * FROM unnest(${wanted.map((spec) => spec.platform)}::text[], ${wanted.map((spec) => spec.value)}::text[])))
+    ORDER BY "id"
+    FOR KEY SHARE`
+  const byId = new Set(rows.map((row) => row.id))
+  const byKey = new Map(rows.map((row) => [`${row.platform}\u0000${row.value}`, row.id]))
+  const resolved = specs.map((spec, index) => {
+    if ('id' in spec) {
+      if (!byId.has(spec.id)) throw fieldError(`/link/pixels/${index}`, 'is not a pixel of this workspace (it was just deleted)')
+      return spec.id
+    }
+    const id = byKey.get(`${spec.platform}\u0000${spec.value}`)
+    // Found by the insert above, deleted by another request before this one could lock it: rare, and harmless to repeat.
+    if (!id) throw fieldError(`/link/pixels/${index}`, 'was deleted by another request while this link was being saved; send it again')
+    return id
+  })
+  return [...new Set(resolved)]
 }
 
+/**
+ * Locks the scripts the link will name, for the same reason and in the same order as its pixels: a script
+ * deleted meanwhile is either gone here (400) or taken out of this link by the delete, which waits
+ * (src/scripts/script-repository.ts).
+ */
+async function lockScripts(tx: Transaction, workspaceId: number, scriptIds: number[] | null | undefined): Promise<void> {
+  if (!scriptIds?.length) return
+  const rows = await tx.$queryRaw<{ id: number }[]>`
+    SELECT "id" FROM "Script" WHERE "workspaceId" = ${workspaceId} AND "id" = ANY(${scriptIds}::int[]) ORDER BY "id" FOR KEY SHARE`
+  const found = new Set(rows.map((row) => row.id))
+  const missing = scriptIds.findIndex((id) => !found.has(id))
+  if (missing >= 0) throw fieldError(`/link/linkScripts/${missing}`, 'is not a script of this workspace (it was deleted meanwhile)')
+}
+
+/**
+ * Stores a new link. Throws P2002 when the slug is taken, P2003 (Link_folderId_fkey) when its folder was
+ * deleted since it was checked.
+ */
 export async function insertLink(
   prisma: PrismaClient,
   link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
 ): Promise<StoredLink> {
-  return prisma.$transaction(async (tx) => {
+  return inTransaction(prisma, async (tx) => {
     const pixelIds = await resolvePixels(tx, link.workspaceId, link.settings.pixels)
+    await lockScripts(tx, link.workspaceId, link.settings.linkScripts)
     return tx.link.create({
       data: {
         ...(columns(link.settings) as Prisma.LinkUncheckedCreateInput),
@@ -92,25 +136,57 @@ export async function insertLink(
   })
 }
 
+/**
+ * Applies `changes` to the stored link; null when the link was deleted meanwhile. Throws P2003
+ * (Link_folderId_fkey) when the new folder was deleted since it was checked.
+ *
+ * Concurrent updates of one link run one after the other: the link's row is locked before anything of it
+ * changes, so a writer replaces the pixel list another wrote whole (never a merge of the two), and takes
+ * its updatedDate only once it holds the lock: the stored updatedDate follows commit order.
+ */
 export async function updateLink(
   prisma: PrismaClient,
   link: StoredLink,
   changes: Partial<LinkSettings>,
 ): Promise<StoredLink | null> {
-  return prisma.$transaction(async (tx) => {
-    if (changes.pixels !== undefined) {
-      const pixelIds = await resolvePixels(tx, link.workspaceId, changes.pixels)
+  return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => inTransaction(prisma, async (tx) => {
+    const pixelIds = changes.pixels === undefined ? undefined : await resolvePixels(tx, link.workspaceId, changes.pixels)
+    await lockScripts(tx, link.workspaceId, changes.linkScripts)
+    // FOR NO KEY UPDATE: the lock the UPDATE below would take anyway, taken first.
+    const [locked] = await tx.$queryRaw<{ updatedAt: Date }[]>`
+      SELECT "updatedAt" FROM "Link" WHERE "uniq" = ${link.uniq} FOR NO KEY UPDATE`
+    if (!locked) return null
+    if (pixelIds !== undefined) {
       await tx.linkPixel.deleteMany({ where: { linkUniq: link.uniq } })
       await tx.linkPixel.createMany({ data: pixelIds.map((pixelId, position) => ({ linkUniq: link.uniq, pixelId, position })) })
     }
-    // updateMany so that a link deleted meanwhile is reported as missing rather than failing the transaction.
-    const { count } = await tx.link.updateMany({
+    return tx.link.update({
       where: { uniq: link.uniq },
-      data: { ...(columns(changes) as Prisma.LinkUncheckedUpdateManyInput), updatedAt: new Date() },
+      data: { ...(columns(changes) as Prisma.LinkUncheckedUpdateInput), updatedAt: notBefore(locked.updatedAt) },
+      include: withPixels,
     })
-    if (count === 0) return null
-    return tx.link.findUniqueOrThrow({ where: { uniq: link.uniq }, include: withPixels })
-  })
+  }))
+}
+
+/**
+ * The writers of each link, one at a time per instance (see keyed-queue.ts), per database: tests run several
+ * apps, each on its own, in one process. A writer waits for its turn at most as long as it could wait for the
+ * row lock inside a transaction (its timeout), then it is a 503.
+ */
+const writersByDatabase = new WeakMap<PrismaClient, KeyedQueue<number>>()
+function linkWriters(prisma: PrismaClient): KeyedQueue<number> {
+  let writers = writersByDatabase.get(prisma)
+  if (!writers) writersByDatabase.set(prisma, (writers = new KeyedQueue()))
+  return writers
+}
+
+/**
+ * Now, or `stored` should this instance's clock be behind the one that wrote it: a link's updatedDate never
+ * goes back, whichever instance of the service writes it.
+ */
+export function notBefore(stored: Date): Date {
+  const now = new Date()
+  return now > stored ? now : stored
 }
 
 /** What the list can be narrowed by; every field but workspaceId is optional. */

@@ -3,7 +3,7 @@ import type { CreateLinkRequest, LinkPatchBody, UpdateLinkRequest } from '../../
 import type { Config } from '../config/config.js'
 import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
-import { isUniqueViolation } from '../db/errors.js'
+import { isUniqueViolation, violatedForeignKey } from '../db/errors.js'
 import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
 import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
@@ -66,16 +66,25 @@ async function insertWithSlug(
       return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug, settings })
     } catch (error) {
       if (isUniqueViolation(error)) throw slugTaken(domain, slug)
-      throw error
+      throw folderGone(error) ?? error
     }
   }
   for (let attempt = 1; ; attempt++) {
     try {
       return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug: generateSlug(), settings })
     } catch (error) {
-      if (!isUniqueViolation(error) || attempt >= GENERATED_SLUG_ATTEMPTS) throw error
+      if (!isUniqueViolation(error) || attempt >= GENERATED_SLUG_ATTEMPTS) throw folderGone(error) ?? error
     }
   }
+}
+
+/**
+ * The folder was checked when the request was read and deleted by another request before the link was
+ * stored: the same 400 as for a folder the workspace never had. (Pixels and scripts are locked by the write
+ * itself, see link-repository.ts; a folder is guarded by its foreign key.)
+ */
+function folderGone(error: unknown) {
+  return violatedForeignKey(error) === 'Link_folderId_fkey' ? fieldError('/link/folderId', 'is not a folder of this workspace') : undefined
 }
 
 export type LinkLocator = { uniq: string } | { domain: string; slug: string }
@@ -127,7 +136,12 @@ export async function updateLinkFields(
   if (Object.keys(changes).length === 0) return { link, autofill: SKIPPED }
   const merged = { ...link, ...changes }
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(merged.url, merged)
-  const updated = await updateLink(context.prisma, link, { ...changes, ...autofill.filled })
+  let updated: StoredLink | null
+  try {
+    updated = await updateLink(context.prisma, link, { ...changes, ...autofill.filled })
+  } catch (error) {
+    throw folderGone(error) ?? error
+  }
   if (!updated) throw notFound()
   return { link: updated, autofill }
 }

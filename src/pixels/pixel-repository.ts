@@ -1,5 +1,6 @@
 /** Every database access of pixels as entities of their own (links create and reuse them in link-repository.ts). */
 import type { PrismaClient } from '../db/database.js'
+import { inTransaction } from '../db/transaction.js'
 import type { Prisma } from '../generated/prisma/client.js'
 
 export type StoredPixel = Prisma.PixelGetPayload<object>
@@ -35,12 +36,23 @@ export async function updatePixel(
   return count === 0 ? null : findPixel(prisma, workspaceId, id)
 }
 
-/** Deletes the pixel; the links that used it lose it (their link–pixel rows cascade). False when it was gone. */
+/**
+ * Deletes the pixel; the links that used it lose it (their link–pixel rows cascade). False when it was gone.
+ *
+ * The pixel is locked first, then the links: the order in which a link's write locks them
+ * (src/links/link-repository.ts), so the two never deadlock. A link being saved with this pixel either
+ * finishes first (and loses the pixel here like any other) or waits and finds it gone (a 400).
+ */
 export async function deletePixel(prisma: PrismaClient, workspaceId: number, id: string): Promise<boolean> {
-  return prisma.$transaction(async (tx) => {
-    // The links' records change (one pixel fewer), so their updatedDate does too.
-    await tx.link.updateMany({ where: { workspaceId, pixels: { some: { pixelId: id } } }, data: { updatedAt: new Date() } })
-    const { count } = await tx.pixel.deleteMany({ where: { id, workspaceId } })
-    return count > 0
+  return inTransaction(prisma, async (tx) => {
+    const locked = await tx.$queryRaw<unknown[]>`
+      SELECT 1 FROM "Pixel" WHERE "id" = ${id}::uuid AND "workspaceId" = ${workspaceId} FOR UPDATE`
+    if (locked.length === 0) return false
+    // The links' records change (one pixel fewer), so their updatedDate does too (never backwards: see notBefore).
+    await tx.$executeRaw`
+      UPDATE "Link" SET "updatedAt" = GREATEST("updatedAt", ${new Date().toISOString()}::timestamp(3))
+      WHERE "workspaceId" = ${workspaceId} AND "uniq" IN (SELECT "linkUniq" FROM "LinkPixel" WHERE "pixelId" = ${id}::uuid)`
+    await tx.pixel.delete({ where: { id } })
+    return true
   })
 }

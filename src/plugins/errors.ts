@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import fp from 'fastify-plugin'
 import {
   AppError,
+  databaseBusy,
   internal,
   invalidJson,
   notFound,
@@ -10,7 +11,7 @@ import {
   unsupportedMediaType,
   validationFailed,
 } from '../errors/app-error.js'
-import { isDatabaseUnavailable } from '../db/errors.js'
+import { isDatabaseBusy, isDatabaseUnavailable, isTransactionConflict } from '../db/errors.js'
 import { fieldErrors } from './validation.js'
 
 export const BODY_LIMIT = 64 * 1024
@@ -35,6 +36,8 @@ export function toAppError(error: FastifyError | Error, bodyLimit = BODY_LIMIT):
   // Fastify's JSON parser reports malformed input as a SyntaxError carrying status 400.
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return invalidJson(error.message)
   if (isDatabaseUnavailable(error)) return unavailable()
+  // Contention that outlasted the retries of src/db/transaction.ts, or a pool that could not serve in time.
+  if (isDatabaseBusy(error) || isTransactionConflict(error)) return databaseBusy()
   return internal()
 }
 
@@ -45,7 +48,9 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
 export default fp(async function errors(app: FastifyInstance) {
   app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
     const appError = toAppError(error, request.routeOptions.bodyLimit)
-    if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
+    // A 503 is a dependency that is down or busy, not a fault of the service: logged, but not as an error.
+    if (appError.status === 503) request.log.warn({ err: error }, 'request failed: service unavailable')
+    else if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
     else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
     return sendProblem(reply, appError)
   })

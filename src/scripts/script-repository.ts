@@ -1,5 +1,6 @@
 /** Every database access of scripts. */
 import type { PrismaClient } from '../db/database.js'
+import { inTransaction } from '../db/transaction.js'
 import type { Prisma } from '../generated/prisma/client.js'
 
 export type StoredScript = Prisma.ScriptGetPayload<object>
@@ -36,11 +37,14 @@ export async function updateScript(
  * none keeps []), in one transaction so no link is left naming a script that is gone. False when it was gone.
  */
 export async function deleteScript(prisma: PrismaClient, workspaceId: number, id: number): Promise<boolean> {
-  return prisma.$transaction(async (tx) => {
+  return inTransaction(prisma, async (tx) => {
+    // The delete locks the script before the links, the order in which a link's write locks them
+    // (src/links/link-repository.ts): a link being saved with this script either finishes first (and is
+    // cleaned below) or waits and finds it gone (a 400).
     const { count } = await tx.script.deleteMany({ where: { id, workspaceId } })
     if (count === 0) return false
     // linkScripts is a JSON array of numbers; jsonb's "-" operator removes strings only, hence the rebuild.
-    // The links' records change, so their updatedDate does too (in UTC, as Prisma writes it).
+    // The links' records change, so their updatedDate does too (in UTC, as Prisma writes it; never backwards).
     await tx.$executeRaw`
       UPDATE "Link" SET
         "linkScripts" = COALESCE(
@@ -48,7 +52,7 @@ export async function deleteScript(prisma: PrismaClient, workspaceId: number, id
              FROM jsonb_array_elements("linkScripts") WITH ORDINALITY AS entry(element, position)
             WHERE element <> to_jsonb(${id}::int)),
           '[]'::jsonb),
-        "updatedAt" = now() AT TIME ZONE 'UTC'
+        "updatedAt" = GREATEST("updatedAt", ${new Date().toISOString()}::timestamp(3))
       WHERE "workspaceId" = ${workspaceId} AND "linkScripts" @> jsonb_build_array(${id}::int)`
     return true
   })
