@@ -209,13 +209,16 @@ async function parsePixels(
   fail: (field: string, message: string) => void,
 ): Promise<PixelSpec[]> {
   const referenced = pixels.flatMap((pixel) => (typeof pixel === 'string' ? [pixel] : pixel.id ? [pixel.id] : []))
+  // Pixels given by platform and value only: no round trip (Prisma would send a query for an empty list).
   const owned = new Set(
-    (
-      await context.prisma.pixel.findMany({
-        where: { id: { in: referenced.map((id) => id.toLowerCase()) }, workspaceId: context.workspaceId },
-        select: { id: true },
-      })
-    ).map((pixel) => pixel.id),
+    referenced.length === 0
+      ? []
+      : (
+          await context.prisma.pixel.findMany({
+            where: { id: { in: referenced.map((id) => id.toLowerCase()) }, workspaceId: context.workspaceId },
+            select: { id: true },
+          })
+        ).map((pixel) => pixel.id),
   )
   return pixels.map((pixel, index): PixelSpec => {
     if (typeof pixel === 'string') {

@@ -7,8 +7,14 @@
  * The races need the real PostgreSQL (DATABASE_URL). Without it the file runs on the embedded PGlite, where
  * one connection serialises every transaction: it passes there, but proves little.
  *
- * Sizes: the issue's (300 updates + 300 creates at once, 200 title updates, 30 and 20 pixel writers) by
- * default. CONCURRENCY_SCALE=<factor> shrinks or grows every burst (e.g. 0.25 on a slow machine).
+ * A busy database may answer 503 (with Retry-After): a writer of a link that waited longer than it may for
+ * its turn, a transaction that could not get a connection in time. How many depends on the machine's speed,
+ * so the tests allow it and assert the invariants on what succeeded; on the development machine (2 cores)
+ * every request of these bursts succeeded.
+ *
+ * Sizes: the issue's (300 updates + 300 creates at once, 200 title updates, 30 and 20 pixel writers) on
+ * PostgreSQL, a fifth of them on PGlite (serialised, slow, and proving little). CONCURRENCY_SCALE=<factor>
+ * sets the factor (e.g. CONCURRENCY_SCALE=3 for a longer run by hand).
  */
 import type { LightMyRequestResponse } from 'fastify'
 import { Writable } from 'node:stream'
@@ -19,8 +25,6 @@ import { buildTestApp, client, createWorkspaceToken, openTestDatabase } from '..
 
 type Json = Record<string, any>
 
-const SCALE = Number(process.env.CONCURRENCY_SCALE ?? 1)
-const size = (n: number) => Math.max(2, Math.round(n * SCALE))
 
 /** Every line the app logs at warn and above; a level-50 line is a 500 or worse. */
 const logLines: Json[] = []
@@ -34,6 +38,8 @@ const logStream = new Writable({
 const { database, url: databaseUrl } = await openTestDatabase(t)
 const { app, prisma } = await buildTestApp(t, { database, logger: { level: 'warn', stream: logStream } })
 const onPostgres = database.kind === 'postgres'
+const SCALE = Number(process.env.CONCURRENCY_SCALE ?? (onPostgres ? 1 : 0.2))
+const size = (n: number) => Math.max(2, Math.round(n * SCALE))
 
 let workspaces = 0
 async function workspace() {
@@ -58,16 +64,22 @@ function statuses(responses: LightMyRequestResponse[]): Record<number, number> {
   return counts
 }
 
-/** No 500; a busy database may answer 503, and then with Retry-After and problem+json. */
-function assertNoInternalErrors(t: Test, responses: LightMyRequestResponse[]) {
+/**
+ * No 500: each answer is the expected success, or a 503 with Retry-After (a busy database). Answers the
+ * indexes of the successes.
+ */
+function succeededOrBusy(t: Test, responses: LightMyRequestResponse[], success: number | number[]): number[] {
   const counts = statuses(responses)
-  t.notOk(counts[500], `no 500 among ${JSON.stringify(counts)}`)
+  t.comment(JSON.stringify(counts))
+  t.notOk(counts[500], 'no 500')
+  const expected = [success].flat()
+  const unexpected = responses.filter((r) => !expected.includes(r.statusCode) && r.statusCode !== 503)
+  t.same(unexpected.slice(0, 3).map((r) => `${r.statusCode} ${r.body}`), [], `every answer is ${expected.join(' or ')} or 503`)
   for (const response of responses.filter((r) => r.statusCode === 503)) {
     t.equal(response.json().code, 'unavailable')
-    t.match(response.headers['retry-after'], /^\d+$/)
+    t.match(response.headers['retry-after'], /^[1-9]\d*$/)
   }
-  const examples = responses.filter((r) => r.statusCode >= 500).slice(0, 3).map((r) => r.body)
-  if (examples.length) t.comment(`examples: ${examples.join(' | ')}`)
+  return responses.flatMap((r, i) => (expected.includes(r.statusCode) ? [i] : []))
 }
 
 async function newLink(api: ReturnType<typeof client>, link: Json = {}): Promise<Json> {
@@ -87,15 +99,14 @@ t.test('item 1: parallel pixel updates of one link replace the list; the last wr
       api.update(link.uniq, { pixels: [{ platform: 'ga', value: `R-${i}` }] }, { autofill: false }),
     ),
   )
-  assertNoInternalErrors(t, responses)
-  t.same(statuses(responses), { 200: writers }, 'every writer succeeds')
-  responses.forEach((response, i) => t.same(pixelList(response.json()), [`ga:R-${i}`], `writer ${i} sees its own list`))
+  const succeeded = succeededOrBusy(t, responses, 200)
+  for (const i of succeeded) t.same(pixelList(responses[i].json()), [`ga:R-${i}`], `writer ${i} sees its own list`)
   const stored = await prisma.linkPixel.findMany({ where: { linkUniq: link.uniq }, include: { pixel: true } })
   t.equal(stored.length, 1, 'the link holds one pixel, not a merge of the writers')
   const final = (await api.send('PUT', `/v1/links/${link.uniq}`, { link: {} })).json()
   t.ok(
-    Array.from({ length: writers }, (_, i) => `ga:R-${i}`).includes(pixelList(final).join()),
-    `the final list ${pixelList(final)} is one writer's`,
+    succeeded.map((i) => `ga:R-${i}`).includes(pixelList(final).join()),
+    `the final list ${pixelList(final)} is one successful writer's`,
   )
 })
 
@@ -107,8 +118,7 @@ t.test('item 1: writers sending the same pixel list, and the same pixels in oppo
   const responses = await Promise.all(
     Array.from({ length: writers }, () => api.update(link.uniq, { pixels: same }, { autofill: false })),
   )
-  assertNoInternalErrors(t, responses)
-  t.same(statuses(responses), { 200: writers })
+  succeededOrBusy(t, responses, 200)
   const final = (await api.send('PUT', `/v1/links/${link.uniq}`, { link: {} })).json()
   t.same(pixelList(final), ['ga:S-1', 'facebook:S-2'])
 
@@ -123,8 +133,7 @@ t.test('item 1: writers sending the same pixel list, and the same pixels in oppo
         : api.create({ url: 'https://example.com/crossed', pixels: backward }, { autofill: false }),
     ),
   )
-  assertNoInternalErrors(t, crossed)
-  t.same(Object.keys(statuses(crossed)).sort(), ['200', '201'])
+  succeededOrBusy(t, crossed, [200, 201])
   const lists = [forward, backward].map((list) => list.map((pixel) => `${pixel.platform}:${pixel.value}`).join())
   for (const uniq of [link.uniq, other.uniq]) {
     const stored = (await api.send('PUT', `/v1/links/${uniq}`, { link: {} })).json()
@@ -139,15 +148,14 @@ t.test('items 2 and 3: parallel title updates of one link; stored updatedDate is
   const responses = await Promise.all(
     Array.from({ length: writers }, (_, i) => api.update(link.uniq, { title: `title ${i}` }, { autofill: false })),
   )
-  assertNoInternalErrors(t, responses)
-  t.same(statuses(responses), { 200: writers }, 'contention is waited out, not refused')
-  const returned = responses.map((response) => response.json().updatedDate as string).sort()
+  const succeeded = succeededOrBusy(t, responses, 200).map((i) => responses[i].json())
+  const latest = succeeded.map((record) => record.updatedDate as string).sort().at(-1)
   const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
   t.ok(
-    stored.updatedAt.toISOString() >= returned.at(-1)!,
-    `stored ${stored.updatedAt.toISOString()} is not older than the latest returned ${returned.at(-1)}`,
+    stored.updatedAt.toISOString() >= latest!,
+    `stored ${stored.updatedAt.toISOString()} is not older than the latest returned ${latest}`,
   )
-  const lastWriters = responses.filter((r) => r.json().updatedDate === returned.at(-1)).map((r) => r.json().title)
+  const lastWriters = succeeded.filter((record) => record.updatedDate === latest).map((record) => record.title)
   t.ok(lastWriters.includes(stored.title), `the stored title ${stored.title} is one of the last writers' (${lastWriters})`)
 })
 
@@ -163,10 +171,8 @@ t.test('item 2: 300 updates of one link and 300 creates at once', async (t) => {
       ),
     ),
   ])
-  assertNoInternalErrors(t, [...updates, ...creates])
-  t.comment(`updates ${JSON.stringify(statuses(updates))}, creates ${JSON.stringify(statuses(creates))}`)
-  t.ok(updates.every((r) => r.statusCode === 200 || r.statusCode === 503), 'each update succeeds or is told to retry')
-  t.ok(creates.every((r) => r.statusCode === 201 || r.statusCode === 503), 'each create succeeds or is told to retry')
+  const updated = succeededOrBusy(t, updates, 200)
+  succeededOrBusy(t, creates, 201)
 
   // Every 201 is stored as answered; nothing is stored for a create that failed.
   const stored = await prisma.link.findMany({ where: { domain, slug: { startsWith: 'mass-' } } })
@@ -178,8 +184,8 @@ t.test('item 2: 300 updates of one link and 300 creates at once', async (t) => {
     'each 201 is the stored link',
   )
   const final = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
-  const latest = updates.filter((r) => r.statusCode === 200).map((r) => r.json().updatedDate as string).sort().at(-1)!
-  t.ok(final.updatedAt.toISOString() >= latest, 'stored updatedDate not older than any returned')
+  const latest = updated.map((i) => updates[i].json().updatedDate as string).sort().at(-1)
+  if (latest) t.ok(final.updatedAt.toISOString() >= latest, 'stored updatedDate not older than any returned')
 })
 
 t.test('two creates of one slug: one 201 and one 409, every time', async (t) => {
@@ -190,13 +196,15 @@ t.test('two creates of one slug: one 201 and one 409, every time', async (t) => 
       api.create({ url: `https://example.com/pair/${i}`, id: `Pair-${i >> 1}`, pixels: [{ platform: 'ga', value: `P-${i >> 1}` }] }, { autofill: false }),
     ),
   )
-  assertNoInternalErrors(t, responses)
+  succeededOrBusy(t, responses, [201, 409])
   for (let pair = 0; pair < pairs; pair++) {
-    const [a, b] = [responses[pair * 2], responses[pair * 2 + 1]]
-    t.same([a.statusCode, b.statusCode].sort(), [201, 409], `pair ${pair}`)
-    const winner = (a.statusCode === 201 ? a : b).json()
+    const both = [responses[pair * 2], responses[pair * 2 + 1]]
+    const answered = both.filter((r) => r.statusCode !== 503)
+    // A 503 (busy) leaves the other alone, which then succeeds.
+    t.same(answered.map((r) => r.statusCode).sort(), answered.length === 2 ? [201, 409] : [201], `pair ${pair}`)
+    const winners = both.filter((r) => r.statusCode === 201).map((r) => r.json().url)
     const stored = await prisma.link.findMany({ where: { domain, slugKey: `pair-${pair}` } })
-    t.same(stored.map((row) => row.url), [winner.url], 'the stored link is the one answered 201')
+    t.same(stored.map((row) => row.url), winners, 'the stored link is the one answered 201')
   }
 })
 
@@ -280,7 +288,7 @@ t.test('item 4: a pixel deleted while a create or update uses it is a 400 naming
   }
 })
 
-t.test('deletes, folders and pixels racing the link writes: no 500', async (t) => {
+t.test('deletes of links, folders, pixels and scripts racing the link writes: no 500, no dangling reference', async (t) => {
   const { api, name, token } = await workspace()
   const ws = await prisma.workspace.findUniqueOrThrow({ where: { name } })
   const rounds = size(20)
@@ -288,23 +296,28 @@ t.test('deletes, folders and pixels racing the link writes: no 500', async (t) =
   for (let round = 0; round < rounds; round++) {
     const folder = await prisma.folder.create({ data: { workspaceId: ws.id, name: `folder ${round}` } })
     const pixel = await prisma.pixel.create({ data: { workspaceId: ws.id, platform: 'ga', value: `round-${round}` } })
+    const script = await prisma.script.create({ data: { workspaceId: ws.id, name: `script ${round}`, content: '<i></i>' } })
     const link = await newLink(api, { folderId: folder.id, pixels: [pixel.id] })
+    const other = await newLink(api)
     responses.push(
       ...(await Promise.all([
         api.update(link.uniq, { folderId: folder.id, pixels: [pixel.id, { platform: 'gtm', value: `new-${round}` }] }, { autofill: false }),
-        api.create({ url: 'https://example.com/racing', folderId: folder.id, pixels: [pixel.id] }, { autofill: false }),
+        api.create({ url: 'https://example.com/racing', folderId: folder.id, pixels: [pixel.id], linkScripts: [script.id] }, { autofill: false }),
+        api.update(other.uniq, { pixels: [pixel.id], linkScripts: [script.id] }, { autofill: false }),
         send('DELETE', `/v1/folders/${folder.id}?force=true`, token),
         send('DELETE', `/v1/pixels/${pixel.id}`, token),
+        send('DELETE', `/v1/scripts/${script.id}`, token),
         api.update(link.uniq, { title: `round ${round}` }, { autofill: false }),
         send('DELETE', `/v1/links/${link.uniq}`, token),
       ])),
     )
   }
-  assertNoInternalErrors(t, responses)
-  t.comment(JSON.stringify(statuses(responses)))
+  const scripts = new Set((await prisma.script.findMany({ where: { workspaceId: ws.id } })).map((script) => script.id))
+  const named = (await prisma.link.findMany({ where: { workspaceId: ws.id } })).flatMap((link) => (link.linkScripts as number[] | null) ?? [])
+  t.same(named.filter((id) => !scripts.has(id)), [], 'no link names a script that is gone')
+  succeededOrBusy(t, responses, [200, 201, 204, 400, 404])
   const refusals = responses.filter((r) => r.statusCode === 400).flatMap((r) => r.json().errors.map((e: Json) => e.path))
-  t.ok(refusals.every((path: string) => /^\/link\/(folderId|pixels)/.test(path)), `400s name the field: ${refusals}`)
-  t.ok(responses.every((r) => [200, 201, 204, 400, 404, 503].includes(r.statusCode)), 'every answer is an expected one')
+  t.ok(refusals.every((path: string) => /^\/link\/(folderId|pixels|linkScripts)/.test(path)), `400s name the field: ${refusals}`)
 })
 
 t.test('the log holds no error line: contention is not an internal error', async (t) => {
