@@ -2,11 +2,14 @@
  * Per-workspace quotas on create and update (contract section 8), reserve-then-refund:
  *
  * - one atomic store call checks the hour and the day window and takes a slot in both, or refuses taking
- *   nothing; it is sent once the caller is authenticated (preParsing), and the handler applies it with
- *   `app.quotas.admit(request)` right before it changes anything (429 there, nothing stored). Between
- *   the two, the body is validated and the link service does its reads (the link, the domain, the
- *   folder), so the Redis round trip overlaps work the request does anyway; it also comes before any
- *   outbound autofill fetch, so a client over its quota cannot make the service fetch pages;
+ *   nothing; it is sent once the body has arrived and passed the schema (preHandler), and the handler
+ *   applies it with `app.quotas.admit(request)` right before it changes anything (429 there, nothing
+ *   stored). Between the two the link service does its reads (the link, the domain, the folder), so the
+ *   Redis round trip overlaps work the request does anyway; it also comes before any outbound autofill
+ *   fetch, so a client over its quota cannot make the service fetch pages. A request still uploading its
+ *   body, or one the schema refuses, holds no slot: slots are held only by requests that are valid as far
+ *   as the schema can tell, for the milliseconds of their handler, so a 429's Retry-After (when the oldest
+ *   counted request stops counting) is what the client will find;
  * - onSend: a request that ends in an error (a bad body, 403, 404, 409, 5xx) gives its slot back, so only
  *   successes consume quota; then the quota headers are set, on every answer of the route that has a
  *   workspace (401s have none).
@@ -47,12 +50,13 @@ export const LIMITS_CACHE_MS = 2000
 const LIMITS_CACHE_ENTRIES = 10_000
 
 type PayloadHook = (request: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown>
+type RequestHook = (request: FastifyRequest, reply: FastifyReply) => Promise<void>
 
 export interface Quotas {
   /** 'redis', 'memory', 'custom' or 'off'. */
   readonly storeKind: string
   /** The hooks a limited route adds: spread them into its options. */
-  routeHooks(operation: QuotaOperation): { preParsing?: PayloadHook; onSend?: PayloadHook }
+  routeHooks(operation: QuotaOperation): { preHandler?: RequestHook; onSend?: PayloadHook }
   /**
    * Waits for the request's reservation and applies it: throws 429 (or 503 under
    * RATE_LIMIT_ON_REDIS_ERROR=deny) when it was refused. A limited route's handler calls it before it
@@ -71,7 +75,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The limited operation of the route. */
     quotaOperation: QuotaOperation | null
-    /** The reservation on its way (sent in preParsing). */
+    /** The reservation on its way (sent in preHandler). */
     quotaPending: Promise<QuotaState> | null
     /** The reservation, once admit() has applied it. */
     quotaState: QuotaState | null
@@ -191,7 +195,7 @@ export default fp(
       }
     }
 
-    /** Where the quota stands for an answer given before any reservation (415 is decided in onRequest). */
+    /** Where the quota stands for an answer given before any reservation (a 400 of the schema, a 413, a 415). */
     async function peekQuota(request: FastifyRequest): Promise<QuotaDecision | undefined> {
       const limits = await limitsOf(request.caller.workspaceId)
       try {
@@ -230,21 +234,21 @@ export default fp(
 
     function routeHooks(operation: QuotaOperation) {
       /**
-       * preParsing: the reservation is sent as soon as the caller is known, so that its round trip overlaps
-       * the reading and validation of the body and the handler's reads. A request that then fails gives the
-       * slot back in onSend, like any other refused request.
+       * preHandler: the reservation is sent once the body is known to be valid JSON of the right shape, and
+       * not awaited, so that its round trip overlaps the handler's reads. A request that then fails (403,
+       * 404, 409, a 400 of the link rules) gives the slot back in onSend, like any other refused request.
+       * (Sent earlier, in preParsing, a slow upload held a slot for as long as its body took to arrive.)
        */
-      async function startReservation(request: FastifyRequest, _reply: FastifyReply, payload: unknown) {
+      async function startReservation(request: FastifyRequest) {
         request.quotaOperation = operation
         request.quotaPending = reserve(request)
-        return payload
       }
-      /** onRequest answers (415) come before preParsing: the operation is known from onSend on too. */
+      /** Answers given before preHandler (415, 413, 400) know the operation from onSend on too. */
       async function settle(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
         request.quotaOperation = operation
         return settleQuota(request, reply, payload)
       }
-      return { preParsing: startReservation, onSend: settle }
+      return { preHandler: startReservation, onSend: settle }
     }
 
     app.decorate('quotas', { storeKind, routeHooks, admit })
