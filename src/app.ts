@@ -10,6 +10,7 @@ import pixelRoutes from './pixels/pixel-routes.js'
 import scriptRoutes from './scripts/script-routes.js'
 import auth from './plugins/auth.js'
 import database from './plugins/database.js'
+import closing from './plugins/closing.js'
 import errors, { BODY_LIMIT } from './plugins/errors.js'
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
@@ -55,13 +56,15 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Fastify accepts a hop count too, though its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
     genReqId: requestId,
-    return503OnClosing: true,
+    // src/plugins/closing.ts answers requests that arrive while the app closes (problem+json, Retry-After).
+    return503OnClosing: false,
   })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
 
   await app.register(errors)
+  await app.register(closing)
   await app.register(jsonBody)
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })

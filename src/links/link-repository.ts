@@ -67,7 +67,7 @@ async function resolvePixels(tx: Transaction, workspaceId: number, specs: PixelS
     // ON CONFLICT DO NOTHING: a concurrent link creating the same pixel is not an error. Inserted in one
     // order for every transaction (by platform, then value), so that two creating the same new pixels wait
     // for each other instead of deadlocking.
-    const inOrder = wanted.slice().sort((a, b) => a.platform.localeCompare(b.platform) || a.value.localeCompare(b.value))
+    const inOrder = wanted.slice().sort((a, b) => compare(a.platform, b.platform) || compare(a.value, b.value))
     await tx.pixel.createMany({
       data: inOrder.map((spec) => ({ workspaceId, platform: spec.platform, value: spec.value, title: spec.title })),
       skipDuplicates: true,
@@ -85,7 +85,7 @@ async function resolvePixels(tx: Transaction, workspaceId: number, specs: PixelS
   const byKey = new Map(rows.map((row) => [`${row.platform}\u0000${row.value}`, row.id]))
   const resolved = specs.map((spec, index) => {
     if ('id' in spec) {
-      if (!byId.has(spec.id)) throw fieldError(`/link/pixels/${index}`, 'is not a pixel of this workspace (it was just deleted)')
+      if (!byId.has(spec.id)) throw fieldError(`/link/pixels/${index}`, 'is not a pixel of this workspace (it was deleted meanwhile)')
       return spec.id
     }
     const id = byKey.get(`${spec.platform}\u0000${spec.value}`)
@@ -95,6 +95,9 @@ async function resolvePixels(tx: Transaction, workspaceId: number, specs: PixelS
   })
   return [...new Set(resolved)]
 }
+
+/** Code-unit order: the same in every instance, whatever its locale. */
+const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
 
 /**
  * Locks the scripts the link will name, for the same reason and in the same order as its pixels: a script

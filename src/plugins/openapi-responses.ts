@@ -35,7 +35,9 @@ const problemDescriptions: Record<number, string> = {
     "rate_limited: the workspace's hour or day quota for this operation is used up (or too many bad tokens came " +
     'from this address); Retry-After says when to try again',
   500: 'internal',
-  503: 'unavailable: the database cannot be reached (or Redis, under RATE_LIMIT_ON_REDIS_ERROR=deny)',
+  503:
+    'unavailable: the database cannot be reached or is too busy to answer in time (or Redis, under ' +
+    'RATE_LIMIT_ON_REDIS_ERROR=deny), or the service is restarting; Retry-After says when to try again',
 }
 
 /** Examples of each error a status carries, made by the constructors the service throws (nothing written twice). */
@@ -67,7 +69,7 @@ export const problemResponses = (...statuses: number[]) =>
       status,
       {
         description: problemDescriptions[status],
-        ...(status === 429
+        ...(status === 429 || status === 503
           ? { headers: { 'Retry-After': Type.Integer({ minimum: 1, description: 'Seconds to wait before trying again' }) } }
           : {}),
         content: {
