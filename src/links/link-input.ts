@@ -3,6 +3,7 @@
  * references to the workspace's folders, pixels and scripts checked, and destinations that would loop.
  * Every problem is collected with its JSON pointer, so one 400 names all of them.
  */
+import { codePointLength } from '../../schemas/formats.js'
 import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '../../schemas/link.js'
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
@@ -158,7 +159,8 @@ function parseTags(tags: string | string[], fail: (field: string, message: strin
   list.forEach((raw, index) => {
     const tag = raw.trim()
     if (!tag) return
-    if (tag.length > LIMITS.tag) fail(fromString ? 'tags' : `tags/${index}`, `must be at most ${LIMITS.tag} characters`)
+    // Characters, as every other length rule counts them (AJV's maxLength too): an emoji is one, not two.
+    if (codePointLength(tag) > LIMITS.tag) fail(fromString ? 'tags' : `tags/${index}`, `must be at most ${LIMITS.tag} characters`)
     const key = tag.toLowerCase()
     if (!kept.has(key)) kept.set(key, tag)
   })
