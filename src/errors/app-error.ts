@@ -42,9 +42,10 @@ export const invalidJson = (reason: string) => new AppError(400, 'invalid_json',
  */
 export const MAX_FIELD_ERRORS = 50
 
-export const validationFailed = (errors: FieldErrorBody[]) => {
+/** `total`: how many errors there are in all, when `errors` holds only the first ones. */
+export const validationFailed = (errors: FieldErrorBody[], total = errors.length) => {
   const listed = errors.slice(0, MAX_FIELD_ERRORS)
-  const more = errors.length - listed.length
+  const more = total - listed.length
   const detail = describe(listed) + (more > 0 ? `; and ${more} more (a 400 lists at most ${MAX_FIELD_ERRORS})` : '')
   return new AppError(400, 'validation_failed', detail, listed)
 }

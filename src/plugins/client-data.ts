@@ -12,6 +12,7 @@
  * call stack, and it costs one visit per value (a pointer is only spelled out for a value at fault).
  */
 import type { FieldErrorBody } from '../../schemas/problem.js'
+import { MAX_FIELD_ERRORS } from '../errors/app-error.js'
 
 /** Far deeper than any body of the API (a pixel's title is 4 levels down), far shallower than the call stack. */
 export const MAX_DEPTH = 32
@@ -33,17 +34,17 @@ interface Entry {
   depth: number
   parent: Entry | null
   /** The member name or array index under the parent; null for the root. */
-  key: string | null
+  key: string | number | null
   /** Set on a member whose name is at fault: reported in document order, its value not visited. */
-  keyProblem?: string
+  keyProblem: string | undefined
 }
 
 const escapeToken = (key: string) => key.replace(/~/g, '~0').replace(/\//g, '~1')
 
 function pointer(entry: Entry): string {
-  const tokens: string[] = []
-  for (let at: Entry | null = entry; at && at.key !== null; at = at.parent) tokens.push(escapeToken(at.key))
-  return tokens.reverse().map((token) => `/${token}`).join('')
+  let path = ''
+  for (let at: Entry | null = entry; at && at.key !== null; at = at.parent) path = `/${escapeToken(String(at.key))}${path}`
+  return path
 }
 
 /** String.prototype.isWellFormed is ES2024 (Node 20 has it; this project's TypeScript lib is ES2023). */
@@ -61,38 +62,57 @@ function keyProblem(key: string): string | undefined {
   return PROTOTYPE_KEYS.has(key) ? CLIENT_DATA_MESSAGES.prototypeKey : textProblem(key, KEY_MESSAGES)
 }
 
-/** Every problem of the list above in `data`, by JSON pointer, in document order. */
-export function clientDataProblems(data: unknown): FieldErrorBody[] {
+/** Numbers, booleans and null can hold none of these problems: they never go on the stack. */
+const mayHoldProblems = (value: unknown) => typeof value === 'string' || (typeof value === 'object' && value !== null)
+
+export interface ClientDataProblems {
+  /** The first `limit` problems, by JSON pointer, in document order. */
+  problems: FieldErrorBody[]
+  /** How many there are in all (only the first ones are spelled out: a 400 lists no more). */
+  total: number
+}
+
+/** The problems of the list above in `data`. */
+export function clientDataProblems(data: unknown, limit = MAX_FIELD_ERRORS): ClientDataProblems {
   const problems: FieldErrorBody[] = []
-  const stack: Entry[] = [{ value: data, depth: 0, parent: null, key: null }]
+  let total = 0
+  const report = (entry: Entry, message: string) => {
+    if (total++ < limit) problems.push({ path: pointer(entry), message })
+  }
+  const stack: Entry[] = [{ value: data, depth: 0, parent: null, key: null, keyProblem: undefined }]
   while (stack.length > 0) {
     const entry = stack.pop()!
     const { value } = entry
     if (entry.keyProblem) {
-      problems.push({ path: pointer(entry), message: entry.keyProblem })
-    } else if (typeof value === 'string') {
+      report(entry, entry.keyProblem)
+    } else if (typeof value === 'string' && entry.parent !== null) {
+      // (A body that is a string is no object: the schema says so.)
       const problem = textProblem(value, CLIENT_DATA_MESSAGES)
-      if (problem) problems.push({ path: pointer(entry), message: problem })
+      if (problem) report(entry, problem)
     } else if (value !== null && typeof value === 'object') {
       if (entry.depth >= MAX_DEPTH) {
-        problems.push({ path: pointer(entry), message: CLIENT_DATA_MESSAGES.tooDeep })
+        report(entry, CLIENT_DATA_MESSAGES.tooDeep)
         continue
       }
       // Children go on the stack last first, so they come off it in document order.
       const depth = entry.depth + 1
       if (Array.isArray(value)) {
-        for (let index = value.length - 1; index >= 0; index--) stack.push({ value: value[index], depth, parent: entry, key: String(index) })
+        for (let index = value.length - 1; index >= 0; index--) {
+          const item: unknown = value[index]
+          if (mayHoldProblems(item)) stack.push({ value: item, depth, parent: entry, key: index, keyProblem: undefined })
+        }
       } else {
         // Object.entries reads an own "__proto__" member as the data it is (value.__proto__ would be the prototype).
         const members = Object.entries(value)
         for (let index = members.length - 1; index >= 0; index--) {
           const [key, member] = members[index]
-          stack.push({ value: member, depth, parent: entry, key, keyProblem: keyProblem(key) })
+          const problem = keyProblem(key)
+          if (problem || mayHoldProblems(member)) stack.push({ value: member, depth, parent: entry, key, keyProblem: problem })
         }
       }
     }
   }
-  return problems
+  return { problems, total }
 }
 
 function decodeOrNull(text: string): string | null {
@@ -107,10 +127,10 @@ function decodeOrNull(text: string): string | null {
  * Query parameters whose percent-encoding is not UTF-8 ("%C3", "%ED%A0%80"): Fastify's query parser keeps
  * such a value as it was sent, so `q=%C3` would be searched for literally. Named by parameter.
  */
-export function queryEncodingProblems(url: string): FieldErrorBody[] {
+export function queryEncodingProblems(url: string): ClientDataProblems {
   const start = url.indexOf('?')
-  if (start < 0) return []
   const problems: FieldErrorBody[] = []
+  if (start < 0) return { problems, total: 0 }
   for (const pair of url.slice(start + 1).split('&')) {
     const equals = pair.indexOf('=')
     const rawKey = equals < 0 ? pair : pair.slice(0, equals)
@@ -119,5 +139,5 @@ export function queryEncodingProblems(url: string): FieldErrorBody[] {
       problems.push({ path: `/${escapeToken(key ?? rawKey)}`, message: CLIENT_DATA_MESSAGES.queryEncoding })
     }
   }
-  return problems
+  return { problems, total: problems.length }
 }

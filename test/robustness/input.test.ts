@@ -70,7 +70,7 @@ function send(method: string, url: string, payload?: string | Buffer, headers: R
 
 /** A 400 problem naming exactly these pointers, each message matching. */
 function assertFieldErrors(t: Test, response: LightMyRequestResponse, expected: [string, RegExp][], what = '') {
-  t.equal(response.statusCode, 400, `${what} answers 400 (${response.body.slice(0, 300)})`)
+  t.equal(response.statusCode, 400, `${what} answers 400`, { body: response.body.slice(0, 500) })
   t.match(response.headers['content-type'], /^application\/problem\+json/)
   const body = response.json()
   t.equal(body.code, 'validation_failed', what)
