@@ -184,6 +184,34 @@ t.test('item 8: lone surrogates are a 400 naming the field, in every string fiel
   t.equal(paired.title, '😀 😀', 'a surrogate pair is a character like any other')
 })
 
+t.test('item 9: a pixel named "urn:uuid:…" (the uuid format allows it) is that pixel, not a 500', async (t) => {
+  for (const reference of [`urn:uuid:${pixel.id}`, `URN:UUID:${pixel.id.toUpperCase()}`]) {
+    const byString = await api.link({ url: 'https://example.com/', pixels: [reference] })
+    t.same(byString.pixels.map((p: Json) => p.id), [pixel.id], reference)
+    const byObject = await api.link({ url: 'https://example.com/', pixels: [{ id: reference, platform: 'ga', value: 'UA-KEPT' }] })
+    t.same(byObject.pixels.map((p: Json) => p.id), [pixel.id], `{id: ${reference}}`)
+    const updated = await api.put(`/v1/links/${byObject.uniq}`, { link: { pixels: [reference] } })
+    t.equal(updated.statusCode, 200)
+  }
+  const before = await snapshot()
+  const unknown = await api.post('/v1/links/create', { link: { url: 'https://example.com/', pixels: ['urn:uuid:7d444840-9dc0-11d1-b245-5ffdce74fad2'] } })
+  assertFieldErrors(t, unknown, [['/link/pixels/0', /not a pixel of this workspace/]])
+  t.same(await snapshot(), before)
+})
+
+t.test('item 10: an expiration date PostgreSQL cannot store is a 400, not a 500', async (t) => {
+  const expiration = (end: string) => ({ url: 'https://example.com/', linkExpiration: { enable: true, end, url: 'https://example.com/over', timezone: 0 } })
+  const before = await snapshot()
+  for (const end of ['0000-01-01T00:00:00Z', '0000-12-31T23:59:59.999Z', '0001-01-01T00:30:00+01:00', '9999-12-31T23:59:59-01:00']) {
+    assertFieldErrors(t, await api.post('/v1/links/create', { link: expiration(end) }), [['/link/linkExpiration/end', /years 0001 and 9999/]], end)
+    assertFieldErrors(t, await api.put(`/v1/links/${link.uniq}`, { link: expiration(end) }), [['/link/linkExpiration/end', /years 0001 and 9999/]], end)
+  }
+  t.same(await snapshot(), before, 'nothing stored')
+  for (const end of ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z']) {
+    t.equal((await api.link(expiration(end))).linkExpiration.end, end, 'the first and last instants are stored')
+  }
+})
+
 t.test('item 13: a charset other than UTF-8, a Content-Encoding and invalid UTF-8 bytes are refused', async (t) => {
   const before = await snapshot()
   const body = JSON.stringify({ link: { url: 'https://example.com/', title: 'Café' } })

@@ -121,8 +121,33 @@ const prototypeObject = fc.constantFrom(
   () => JSON.parse('{"a":{"__proto__":[]}}'),
 ).map((make) => make())
 
+/** Values at the edges of what a field's schema allows, where the database or a later rule may disagree. */
+const edgeValue = fc.constantFrom<unknown>(
+  `urn:uuid:${pixel.id}`,
+  [`URN:UUID:${pixel.id.toUpperCase()}`],
+  [{ id: `urn:uuid:${pixel.id}`, platform: 'ga', value: 'UA-PROPS' }],
+  ['urn:uuid:7d444840-9dc0-11d1-b245-5ffdce74fad2'],
+  '0000-01-01T00:00:00Z',
+  '2030-02-30T00:00:00Z',
+  { enable: true, end: '0000-12-31T23:59:59Z', url: 'https://example.com/', timezone: 0 },
+  { enable: true, end: '9999-12-31T23:59:59-01:00', url: 'https://example.com/', timezone: 14 },
+  { enable: true, end: '2030-06-30T23:59:60Z', url: 'https://example.com/', timezone: -12 },
+  { enable: false, end: '0001-01-01T00:00:00+14:00', url: 'https://example.com/', timezone: 0 },
+  { enable: true },
+  [2 ** 31],
+  [script.id, script.id],
+  2 ** 31,
+  String(2 ** 31),
+  [{ url: 'https://example.com/', value: '000' }],
+  [{ url: 'https://example.com/', value: 'de' }, { url: 'https://example.com/b', value: 'DE' }],
+  'https://GO.PROPS.TEST./loop',
+  'http://[::1]/',
+  'https://xn--bcher-kva.example/',
+)
+
 const nastyValue: fc.Arbitrary<unknown> = fc.oneof(
   { weight: 4, arbitrary: nastyString },
+  { weight: 2, arbitrary: edgeValue },
   { weight: 2, arbitrary: extremeNumber },
   { weight: 1, arbitrary: fc.constantFrom(true, false, null) },
   { weight: 2, arbitrary: fc.jsonValue({ maxDepth: 3 }) },
