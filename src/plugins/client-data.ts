@@ -102,12 +102,16 @@ export function clientDataProblems(data: unknown, limit = MAX_FIELD_ERRORS): Cli
           if (mayHoldProblems(item)) stack.push({ value: item, depth, parent: entry, key: index, keyProblem: undefined })
         }
       } else {
-        // Object.entries reads an own "__proto__" member as the data it is (value.__proto__ would be the prototype).
-        const members = Object.entries(value)
-        for (let index = members.length - 1; index >= 0; index--) {
-          const [key, member] = members[index]
+        const keys = Object.keys(value)
+        for (let index = keys.length - 1; index >= 0; index--) {
+          const key = keys[index]
           const problem = keyProblem(key)
-          if (problem || mayHoldProblems(member)) stack.push({ value: member, depth, parent: entry, key, keyProblem: problem })
+          // A member refused by its name is not visited (and value["__proto__"] would read the prototype).
+          if (problem) stack.push({ value: undefined, depth, parent: entry, key, keyProblem: problem })
+          else {
+            const member = (value as Record<string, unknown>)[key]
+            if (mayHoldProblems(member)) stack.push({ value: member, depth, parent: entry, key, keyProblem: undefined })
+          }
         }
       }
     }
