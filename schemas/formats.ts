@@ -1,22 +1,47 @@
 /**
  * Custom string formats used by the schemas. They are registered in the validators of the HTTP layer
- * (src/http/validation.ts); `format` names them in the OpenAPI document too.
+ * (src/plugins/validation.ts); `format` names them in the OpenAPI document too.
  */
 import { COUNTRY_CODES } from './country-codes.js'
 
 export const MAX_URL_LENGTH = 4096
 
-/** An absolute http or https URL with a host and no white space. */
-export function isHttpUrl(value: string): boolean {
+/** Characters as people count them, and as AJV's maxLength does: code points, not UTF-16 units ("😀" is one). */
+export function codePointLength(text: string): number {
+  let length = 0
+  for (let index = 0; index < text.length; index++) {
+    const unit = text.charCodeAt(index)
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && index + 1 < text.length) {
+      const next = text.charCodeAt(index + 1)
+      if (next >= 0xdc00 && next <= 0xdfff) index++
+    }
+    length++
+  }
+  return length
+}
+
+/** Why a value is not an acceptable http(s) URL, said to the client; undefined when it is one. */
+export function httpUrlProblem(value: string): string | undefined {
   // The WHATWG parser forgives "https:///path" or "http:example.com"; a destination must spell its host out.
-  if (value.length > MAX_URL_LENGTH || /\s/.test(value) || !/^https?:\/\/[^/?#\\]/i.test(value)) return false
+  if ((value.length > MAX_URL_LENGTH && codePointLength(value) > MAX_URL_LENGTH) || /\s/.test(value) || !/^https?:\/\/[^/?#\\]/i.test(value)) return formatMessages['http-url']
   let url: URL
   try {
     url = new URL(value)
   } catch {
-    return false
+    return formatMessages['http-url']
   }
-  return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== ''
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.hostname === '') return formatMessages['http-url']
+  // Browsers strip or warn about user:password@ and it would put a secret in every log; "https://@host/" parses
+  // to no credentials at all, but says it means some: any "@" before the host is refused.
+  const authority = value.slice(value.indexOf('//') + 2).split(/[/?#\\]/, 1)[0]
+  if (authority.includes('@')) return 'must not contain a user name or password (user:password@)'
+  return undefined
+}
+
+/** An absolute http or https URL with a host, no white space and no credentials. */
+export function isHttpUrl(value: string): boolean {
+  return httpUrlProblem(value) === undefined
 }
 
 /** An officially assigned ISO 3166-1 alpha-2 code, in either case. */
@@ -37,9 +62,13 @@ export const formatMessages: Record<string, string> = {
   'date-time': 'must be an ISO 8601 date-time',
 }
 
+/** A row id in a path: decimal digits without a leading zero ("0012" is no id, not 12), at most 15 of them. */
+export const POSITIVE_ID_PATTERN = '^[1-9][0-9]{0,14}$'
+
 /** What a failed pattern means, for the patterns the schemas use. */
 export const patternMessages: Record<string, string> = {
   '^[0-9]+$': 'must be a string of digits',
   '^[0-9]{1,3}$': 'must be a string of digits',
+  [POSITIVE_ID_PATTERN]: 'must be a positive whole number in decimal digits, without leading zeros',
   '^[A-Za-z0-9_-]+$': 'may contain only letters A-Z and a-z, digits, - and _',
 }

@@ -3,7 +3,7 @@
  * (LinkRecord). These schemas validate the routes, give the TypeScript types and make the OpenAPI document.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { MAX_URL_LENGTH } from './formats.js'
+import { MAX_URL_LENGTH, POSITIVE_ID_PATTERN } from './formats.js'
 
 export const PLATFORMS = [
   'linkedin',
@@ -25,6 +25,8 @@ export const LIMITS = {
   description: 2048,
   note: 4096,
   tags: 50,
+  /** Elements of the array form before blanks and duplicates are dropped: a bound on the work, far above any real use. */
+  tagElements: 1000,
   tag: 64,
   pixels: 50,
   pixelValue: 512,
@@ -135,7 +137,7 @@ const linkFields = {
     description: 'Tracking pixels: pixel objects, or ids of pixels the workspace has',
   }),
   showGDPR: Type.Boolean({ description: 'Show a consent banner before loading pixels' }),
-  tags: Type.Union([Type.Array(Type.String()), Type.String()], {
+  tags: Type.Union([Type.Array(Type.String(), { maxItems: LIMITS.tagElements }), Type.String()], {
     description: `Tags, as an array or one comma-separated string; at most ${LIMITS.tags} of ${LIMITS.tag} characters`,
     examples: [['summer', 'email']],
   }),
@@ -277,7 +279,7 @@ export const LinkRecord = Type.Object(
 )
 
 export const UniqIdParams = Type.Object({
-  uniqId: Type.String({ pattern: '^[0-9]{1,15}$', description: 'The uniq of the link', examples: ['42'] }),
+  uniqId: Type.String({ pattern: POSITIVE_ID_PATTERN, description: 'The uniq of the link', examples: ['42'] }),
 })
 
 export const DomainSlugParams = Type.Object({

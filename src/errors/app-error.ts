@@ -36,8 +36,19 @@ function describe(errors: FieldErrorBody[]): string {
 
 export const invalidJson = (reason: string) => new AppError(400, 'invalid_json', `The body is not valid JSON: ${reason}`)
 
-export const validationFailed = (errors: FieldErrorBody[]) =>
-  new AppError(400, 'validation_failed', describe(errors), errors)
+/**
+ * The most field errors one 400 lists: a body can hold thousands of bad values, and an answer (and a log
+ * line) as large as the request helps nobody. The detail says how many more there were.
+ */
+export const MAX_FIELD_ERRORS = 50
+
+/** `total`: how many errors there are in all, when `errors` holds only the first ones. */
+export const validationFailed = (errors: FieldErrorBody[], total = errors.length) => {
+  const listed = errors.slice(0, MAX_FIELD_ERRORS)
+  const more = total - listed.length
+  const detail = describe(listed) + (more > 0 ? `; and ${more} more (a 400 lists at most ${MAX_FIELD_ERRORS})` : '')
+  return new AppError(400, 'validation_failed', detail, listed)
+}
 
 export const fieldError = (path: string, message: string) => validationFailed([{ path, message }])
 
@@ -73,8 +84,8 @@ export const slugTaken = (domain: string, slug: string) =>
 export const payloadTooLarge = (limit: number) =>
   new AppError(413, 'payload_too_large', `The body is larger than ${limit} bytes`)
 
-export const unsupportedMediaType = () =>
-  new AppError(415, 'unsupported_media_type', 'The body must be sent as Content-Type: application/json')
+export const unsupportedMediaType = (detail = 'The body must be sent as Content-Type: application/json') =>
+  new AppError(415, 'unsupported_media_type', detail)
 
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new AppError(429, 'rate_limited', detail, undefined, { 'retry-after': String(retryAfterSeconds) })

@@ -3,12 +3,14 @@
  * references to the workspace's folders, pixels and scripts checked, and destinations that would loop.
  * Every problem is collected with its JSON pointer, so one 400 names all of them.
  */
+import { codePointLength } from '../../schemas/formats.js'
 import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '../../schemas/link.js'
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { redirectLoop, validationFailed } from '../errors/app-error.js'
 import { shortDomainsAmong } from './domains.js'
+import { pixelId } from '../pixels/pixel-service.js'
 import { hashPassword } from './password.js'
 
 /** A pixel of a link before it is stored: one the workspace has, or one to find or create by platform and value. */
@@ -120,13 +122,17 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
   }
   if (has('folderId')) out.folderId = await parseFolderId(input.folderId ?? null, context, fail)
   if (has('linkScripts')) out.linkScripts = await parseLinkScripts(input.linkScripts ?? null, context, fail)
-  if (input.pixels !== undefined) out.pixels = await parsePixels(input.pixels, context, fail)
+  if (input.pixels !== undefined) out.pixels = await parsePixels(input.pixels.map(withStoredPixelId), context, fail)
   if (has('linkExpiration')) {
     const expiration = input.linkExpiration
     if (!expiration) out.expiration = null
     else {
       const end = new Date(expiration.end)
+      // The format allows the years 0000 to 9999 in any offset; PostgreSQL has no year 0, and a year past 9999
+      // in UTC has no ISO 8601 form of four digits: both would fail in the database.
+      const year = end.getUTCFullYear()
       if (Number.isNaN(end.getTime())) fail('linkExpiration/end', 'must be an ISO 8601 date-time')
+      else if (year < 1 || year > 9999) fail('linkExpiration/end', 'must be between the years 0001 and 9999 (UTC)')
       out.expiration = { enable: expiration.enable, end, url: expiration.url, timezone: expiration.timezone }
     }
   }
@@ -158,7 +164,8 @@ function parseTags(tags: string | string[], fail: (field: string, message: strin
   list.forEach((raw, index) => {
     const tag = raw.trim()
     if (!tag) return
-    if (tag.length > LIMITS.tag) fail(fromString ? 'tags' : `tags/${index}`, `must be at most ${LIMITS.tag} characters`)
+    // Characters, as every other length rule counts them (AJV's maxLength too): an emoji is one, not two.
+    if (codePointLength(tag) > LIMITS.tag) fail(fromString ? 'tags' : `tags/${index}`, `must be at most ${LIMITS.tag} characters`)
     const key = tag.toLowerCase()
     if (!kept.has(key)) kept.set(key, tag)
   })
@@ -201,6 +208,15 @@ async function parseLinkScripts(
     if (!found.has(id)) fail(`linkScripts/${index}`, 'is not a script of this workspace')
   })
   return [...new Set(ids)]
+}
+
+/**
+ * A pixel's id as stored: the uuid format also accepts "urn:uuid:…" (and upper case), which the uuid column
+ * does not; the pixel routes take the same forms (src/pixels/pixel-service.ts).
+ */
+function withStoredPixelId(pixel: PixelInputBody | string): PixelInputBody | string {
+  if (typeof pixel === 'string') return pixelId(pixel)
+  return pixel.id === undefined ? pixel : { ...pixel, id: pixelId(pixel.id) }
 }
 
 async function parsePixels(

@@ -8,10 +8,11 @@ import { successResponse } from '../plugins/openapi-responses.js'
 import { deleteLink, listLinks } from './link-read-service.js'
 import { toLinkRecord } from './link-record.js'
 import { findLink, type LinkServiceContext } from './link-service.js'
+import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
 
 const badUniqId = {
   description: 'validation_failed: uniqId is not a number',
-  examples: [fieldError('/uniqId', 'must match the pattern ^[0-9]{1,15}$')],
+  examples: [fieldError('/uniqId', patternMessages[POSITIVE_ID_PATTERN])],
 }
 
 /** Read, list and delete links: the rest of link management beside create and update (link-routes.ts). */

@@ -1,10 +1,12 @@
-import { Ajv, type ErrorObject, type Options } from 'ajv'
+import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchema } from 'fastify'
 import fp from 'fastify-plugin'
-import { customFormats, formatMessages, patternMessages } from '../../schemas/formats.js'
-import type { FieldErrorBody } from '../../schemas/problem.js'
+import { customFormats } from '../../schemas/formats.js'
 import { validationFailed } from '../errors/app-error.js'
+import { clientDataProblems, queryEncodingProblems } from './client-data.js'
+
+export { fieldErrors } from './field-errors.js'
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -26,139 +28,81 @@ function buildAjv(options: Options): Ajv {
 const bodyAjv = buildAjv({ coerceTypes: false, allErrors: true, verbose: true })
 const parameterAjv = buildAjv({ coerceTypes: 'array', removeAdditional: true })
 
-/** JSON pointers of the strings in `value` that hold a NUL character, which PostgreSQL text cannot store. */
-export function pathsWithNul(value: unknown, path = ''): string[] {
-  if (typeof value === 'string') return value.includes('\u0000') ? [path] : []
-  if (Array.isArray(value)) return value.flatMap((item, index) => pathsWithNul(item, `${path}/${index}`))
-  if (value && typeof value === 'object') {
-    return Object.entries(value).flatMap(([key, item]) => pathsWithNul(item, `${path}/${key.replace(/~/g, '~0').replace(/\//g, '~1')}`))
+type SchemaNode = Record<string, unknown>
+
+const boundedSchemas = new WeakMap<object, unknown>()
+
+/**
+ * The schema as validated: an array's elements are checked only when the array is within its maxItems.
+ * With allErrors, AJV would otherwise check and report every element of an array refused anyway for its
+ * length (a 64 KiB body holds 30,000 of them), which is what made a small bad body cost seconds. The copy
+ * is cached per schema, so a schema shared by routes stays one schema for AJV.
+ */
+export function boundArrays(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(boundArrays)
+  if (!schema || typeof schema !== 'object') return schema
+  const cached = boundedSchemas.get(schema)
+  if (cached) return cached
+  const copy: SchemaNode = {}
+  for (const [key, value] of Object.entries(schema)) copy[key] = boundArrays(value)
+  let bounded: SchemaNode = copy
+  if (typeof copy.maxItems === 'number' && copy.items !== undefined) {
+    const { items, ...rest } = copy
+    bounded = { ...rest, if: { maxItems: copy.maxItems }, then: { items } }
   }
-  return []
+  boundedSchemas.set(schema, bounded)
+  return bounded
 }
+
+/** What an integer parameter may look like: AJV's coercion also takes "0x10", "1e1", " 12", "+5" and "12.0". */
+const DECIMAL_INTEGER = /^-?(0|[1-9][0-9]*)$/
+
+/**
+ * A parameter validator that refuses integers not written in plain decimal before AJV coerces them; the
+ * rest (range, other parameters) is AJV's.
+ */
+function strictIntegers(schema: SchemaNode, validate: ValidateFunction): ValidateFunction {
+  const properties = (schema.properties ?? {}) as Record<string, SchemaNode>
+  const integers = Object.keys(properties).filter((key) => properties[key].type === 'integer')
+  if (integers.length === 0) return validate
+  const strict = ((data: Record<string, unknown> | null) => {
+    const notDecimal: ErrorObject[] = integers
+      .filter((key) => typeof data?.[key] === 'string' && !DECIMAL_INTEGER.test(data[key] as string))
+      .map((key) => ({
+        instancePath: `/${key}`,
+        schemaPath: `#/properties/${key}/type`,
+        keyword: 'decimal',
+        params: {},
+        message: 'must be a whole number in plain decimal digits (no sign +, exponent, hexadecimal, spaces or leading zeros)',
+      }))
+    const valid = validate(data)
+    const refused = new Set(notDecimal.map((error) => error.instancePath))
+    const errors = [...notDecimal, ...(validate.errors ?? []).filter((error) => !refused.has(error.instancePath))]
+    strict.errors = errors.length > 0 ? errors : null
+    return valid && notDecimal.length === 0
+  }) as ValidateFunction
+  return strict
+}
+
+/** The validator of a route's body, as the routes get it (bench/validation.ts times it alone). */
+export const compileBodyValidator = (schema: object): ValidateFunction => bodyAjv.compile(boundArrays(schema) as SchemaNode)
 
 export default fp(async function validation(app: FastifyInstance) {
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? bodyAjv.compile(schema) : parameterAjv.compile(schema),
+    httpPart === 'body' ? compileBodyValidator(schema) : strictIntegers(schema as SchemaNode, parameterAjv.compile(schema)),
   )
-  // A NUL would pass every schema and then fail in the database as a 500: refuse it here, for every body.
+  // What no schema can say (src/plugins/client-data.ts), on the parts of the request the route declares it
+  // reads: those are what reach the database. A DELETE's stray body or an unknown route's path is left alone.
   app.addHook('preValidation', async (request) => {
-    const paths = pathsWithNul(request.body)
-    if (paths.length > 0) throw validationFailed(paths.map((path) => ({ path, message: 'must not contain NUL characters' })))
+    const schema = request.routeOptions.schema
+    const found = [
+      ...(schema?.params ? [clientDataProblems(request.params)] : []),
+      ...(schema?.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query)] : []),
+      ...(schema?.body ? [clientDataProblems(request.body)] : []),
+    ]
+    const total = found.reduce((sum, { total }) => sum + total, 0)
+    if (total > 0) throw validationFailed(found.flatMap(({ problems }) => problems), total)
   })
 })
 
 export type { FastifySchema }
-
-type SchemaNode = Record<string, unknown>
-
-/** A phrase for the values a schema accepts: "an integer", "a string of digits", "null"… */
-function describeSchema(schema: SchemaNode): string[] {
-  if (Array.isArray(schema.anyOf)) return (schema.anyOf as SchemaNode[]).flatMap(describeSchema)
-  if ('const' in schema) return [JSON.stringify(schema.const)]
-  switch (schema.type) {
-    case 'string':
-      if (typeof schema.format === 'string' && formatMessages[schema.format])
-        return [formatMessages[schema.format].replace(/^must be /, '')]
-      if (typeof schema.pattern === 'string' && patternMessages[schema.pattern]?.startsWith('must be '))
-        return [patternMessages[schema.pattern].replace(/^must be /, '')]
-      return ['a string']
-    case 'integer':
-      return ['an integer']
-    case 'number':
-      return ['a number']
-    case 'boolean':
-      return ['a boolean']
-    case 'array':
-      return ['an array']
-    case 'object':
-      return ['an object']
-    case 'null':
-      return ['null']
-    default:
-      return ['a valid value']
-  }
-}
-
-function messageOf(error: ErrorObject): string {
-  switch (error.keyword) {
-    case 'required':
-      return 'is required'
-    case 'format':
-      return formatMessages[error.params.format] ?? `must match format "${error.params.format}"`
-    case 'pattern':
-      return patternMessages[error.params.pattern] ?? `must match the pattern ${error.params.pattern}`
-    case 'type':
-      return `must be ${describeSchema({ type: error.params.type }).join(' or ')}`
-    default:
-      return error.message ?? 'is invalid'
-  }
-}
-
-interface PendingError {
-  path: string
-  message: string
-  schemaPath: string
-  /** True when the value had the wrong type (or constant): another union branch may explain it better. */
-  typeMismatch: boolean
-}
-
-/**
- * Turns AJV's errors into one message per offending field. A union (anyOf) reports a failure for each of
- * its branches; when the value had the type of one branch, that branch's errors are the useful ones
- * ("/link/pixels/0/platform must be one of …"), otherwise the union is described as a whole
- * ("/link/folderId must be an integer, a string of digits or null").
- */
-export function fieldErrors(errors: ErrorObject[], prefix = ''): FieldErrorBody[] {
-  let pending: PendingError[] = errors
-    .filter((error) => error.keyword !== 'anyOf')
-    .map((error) => ({
-      path: prefix + error.instancePath + (error.keyword === 'required' ? `/${error.params.missingProperty}` : ''),
-      message: messageOf(error),
-      schemaPath: error.schemaPath,
-      typeMismatch: error.keyword === 'type' || error.keyword === 'const',
-    }))
-
-  const unions = errors
-    .filter((error) => error.keyword === 'anyOf')
-    .sort((a, b) => b.schemaPath.length - a.schemaPath.length)
-  for (const union of unions) {
-    const branchPrefix = union.schemaPath + '/'
-    const path = prefix + union.instancePath
-    // The same union can fail at several places (each element of an array): only this place's errors count.
-    const isInside = (error: PendingError) =>
-      error.schemaPath.startsWith(branchPrefix) && (error.path === path || error.path.startsWith(path + '/'))
-    const inside = pending.filter(isInside)
-    const outside = pending.filter((error) => !isInside(error))
-    const branches = new Map<string, PendingError[]>()
-    for (const error of inside) {
-      const branch = error.schemaPath.slice(branchPrefix.length).split('/')[0]
-      branches.set(branch, [...(branches.get(branch) ?? []), error])
-    }
-    // A branch the value's type fitted either failed on something other than its type, or failed deeper
-    // inside (an object whose property is wrong).
-    const matched = [...branches.values()].find((branch) =>
-      branch.some((error) => !error.typeMismatch || error.path.length > path.length),
-    )
-    const kinds = describeSchema(union.parentSchema as SchemaNode)
-    const allConstants = (union.parentSchema as SchemaNode).anyOf instanceof Array && kinds.every((kind) => kind.startsWith('"'))
-    const summary: PendingError = {
-      path,
-      message: allConstants
-        ? `must be one of: ${kinds.map((kind) => JSON.parse(kind)).join(', ')}`
-        : `must be ${kinds.slice(0, -1).join(', ')}${kinds.length > 1 ? ' or ' : ''}${kinds.at(-1)}`,
-      schemaPath: union.schemaPath,
-      typeMismatch: true,
-    }
-    pending = [...outside, ...(matched ?? [summary])]
-  }
-
-  const seen = new Set<string>()
-  return pending
-    .filter((error) => {
-      const key = `${error.path}\u0000${error.message}`
-      if (seen.has(key)) return false
-      seen.add(key)
-      return true
-    })
-    .map(({ path, message }) => ({ path, message }))
-}

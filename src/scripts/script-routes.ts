@@ -16,6 +16,7 @@ import { noContentResponse, problemResponsesWith } from '../plugins/openapi-enti
 import { successResponse } from '../plugins/openapi-responses.js'
 import { listScripts } from './script-repository.js'
 import { createScript, deleteScript, getScript, toScriptRecord, toScriptSummary, updateScript } from './script-service.js'
+import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
 
 /**
  * 64 KiB of content can take several times that as JSON (every control character or non-ASCII one may become a
@@ -29,7 +30,7 @@ const problems = {
     description: 'validation_failed: a blank name, or content over 64 KiB of UTF-8, named by JSON pointer',
     examples: [fieldError('/content', `must be at most ${SCRIPT_CONTENT_MAX_BYTES} bytes of UTF-8 (has 70000)`)],
   },
-  badId: { description: 'validation_failed: the id is not a number', examples: [fieldError('/id', 'must match the pattern ^[0-9]{1,15}$')] },
+  badId: { description: 'validation_failed: the id is not a number', examples: [fieldError('/id', patternMessages[POSITIVE_ID_PATTERN])] },
   notFound: { description: "not_found: no such script in the token's workspace", examples: [notFound('script')] },
   tooLarge: { description: 'payload_too_large: body over 512 KiB', examples: [payloadTooLarge(SCRIPT_BODY_LIMIT)] },
 }
