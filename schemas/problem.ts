@@ -27,6 +27,11 @@ export const ErrorCode = Type.Union(
     'rate_limited',
     'unavailable',
     'internal',
+    // The HTTP exchange itself (src/errors/http-errors.ts): a request the server cannot read, or too slow.
+    'bad_request',
+    'request_timeout',
+    'uri_too_long',
+    'headers_too_large',
   ].map((code) => Type.Literal(code)),
 )
 

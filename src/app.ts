@@ -11,6 +11,8 @@ import scriptRoutes from './scripts/script-routes.js'
 import auth from './plugins/auth.js'
 import database from './plugins/database.js'
 import errors, { BODY_LIMIT } from './plugins/errors.js'
+import gracefulClose, { type DrainOptions } from './plugins/graceful-close.js'
+import { httpServerOptions, type HttpTimeouts } from './plugins/http-server.js'
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
 import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
@@ -30,6 +32,9 @@ export interface AppOptions {
   rateLimits?: RateLimitOptions
   /** Resolver, address restriction and cache overrides (tests); see src/plugins/autofill.ts. */
   autofill?: AutofillPluginOptions
+  /** Shorter server timeouts and drain (tests); see src/plugins/http-server.ts and graceful-close.ts. */
+  httpTimeouts?: Partial<HttpTimeouts>
+  drain?: Partial<DrainOptions>
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -55,13 +60,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Fastify accepts a hop count too, though its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
     genReqId: requestId,
-    return503OnClosing: true,
+    ...httpServerOptions(options.httpTimeouts),
+    // Requests that arrive while the app closes get graceful-close's 503, which is problem+json.
+    return503OnClosing: false,
   })
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id)
   })
 
   await app.register(errors)
+  await app.register(gracefulClose, options.drain ?? {})
   await app.register(jsonBody)
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })
