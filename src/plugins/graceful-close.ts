@@ -19,11 +19,14 @@ import { sendProblem } from './errors.js'
 export interface DrainOptions {
   /** How long a connection may stay quiet after the close began before it is closed unanswered. */
   idleGraceMs: number
-  /** The longest the drain waits for connections that keep a request going. */
+  /**
+   * The longest the drain waits for requests in flight; then the server closes (Node still lets those
+   * requests finish). Under the grace src/server.ts gives the whole close (10 s) before it exits anyway.
+   */
   limitMs: number
 }
 
-export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 5_000 }
+export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 8_000 }
 
 interface ConnectionState {
   /** Requests read and not yet answered. */
@@ -75,6 +78,12 @@ export default fp(
         const now = Date.now()
         if ([...connections.values()].every((state) => quiet(state, now)) || now - began >= limitMs) break
       }
+      const states = [...connections.values()]
+      const busy = states.filter((state) => state.requests > 0).length
+      app.log.info(
+        { quiet: states.length - busy, busy, ms: Date.now() - began },
+        'closing: connections drained; closing the quiet ones left and the server',
+      )
       // Node would keep one whose request head is half sent until its headers timeout.
       for (const [socket, state] of connections) if (state.requests === 0) socket.destroy()
     })
