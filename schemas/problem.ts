@@ -31,6 +31,7 @@ export const ErrorCode = Type.Union(
     'bad_request',
     'request_timeout',
     'uri_too_long',
+    'expectation_failed',
     'headers_too_large',
   ].map((code) => Type.Literal(code)),
 )

@@ -12,7 +12,7 @@ import auth from './plugins/auth.js'
 import database from './plugins/database.js'
 import errors, { BODY_LIMIT } from './plugins/errors.js'
 import gracefulClose, { type DrainOptions } from './plugins/graceful-close.js'
-import { httpServerOptions, type HttpTimeouts } from './plugins/http-server.js'
+import httpServer, { httpServerOptions, type HttpTimeouts } from './plugins/http-server.js'
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
 import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
@@ -69,6 +69,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
 
   await app.register(errors)
+  await app.register(httpServer)
   await app.register(gracefulClose, options.drain ?? {})
   await app.register(jsonBody)
   await app.register(validation)

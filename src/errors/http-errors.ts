@@ -11,11 +11,16 @@ export const badRequest = (detail: string) => new AppError(400, 'bad_request', d
 export const badPercentEncoding = () =>
   badRequest('The request path is not valid percent-encoded UTF-8')
 
+export const missingHost = () => badRequest('An HTTP/1.1 request must carry a Host header')
+
 export const requestTimeout = () =>
   new AppError(408, 'request_timeout', 'The request did not arrive in time; send it again, without pauses')
 
 export const uriTooLong = (maxParamLength: number) =>
   new AppError(414, 'uri_too_long', `A path segment is longer than ${maxParamLength} characters`)
+
+export const expectationFailed = () =>
+  new AppError(417, 'expectation_failed', 'The only Expect the service meets is 100-continue')
 
 export const headersTooLarge = () =>
   new AppError(431, 'headers_too_large', `The request line and headers are larger than ${maxHeaderSize / 1024} KiB`)

@@ -1,14 +1,24 @@
 /**
- * How the HTTP server meets the wire, passed to Fastify when the app is built (src/app.ts): the router's
- * limits, the server's timeouts, and problem+json for the errors answered before any route runs, by the
- * router (a path it cannot decode, a parameter too long) or by Node's HTTP parser (malformed or oversized
- * request heads, timeouts), which Fastify would otherwise answer with bodies of its own.
+ * How the HTTP server meets the wire: the router's limits, the server's timeouts (options passed to Fastify
+ * when the app is built, src/app.ts), and problem+json for the errors answered before any route runs, by
+ * the router (a path it cannot decode, a parameter too long) or by Node's HTTP server (malformed or
+ * oversized request heads, timeouts, a missing Host, an unknown Expect), which Fastify and Node would
+ * otherwise answer with bodies of their own or none.
  */
 import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
-import type { Server, ServerResponse } from 'node:http'
+import fp from 'fastify-plugin'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { AppError } from '../errors/app-error.js'
-import { badPercentEncoding, badRequest, headersTooLarge, requestTimeout, uriTooLong } from '../errors/http-errors.js'
+import {
+  badPercentEncoding,
+  badRequest,
+  expectationFailed,
+  headersTooLarge,
+  missingHost,
+  requestTimeout,
+  uriTooLong,
+} from '../errors/http-errors.js'
 import { replyWithError, sendProblem } from './errors.js'
 
 /**
@@ -59,6 +69,18 @@ function clientProblem(error: NodeJS.ErrnoException): AppError {
   return badRequest('The request is not valid HTTP/1.1')
 }
 
+/** A problem as raw HTTP/1.1, for the answers written where Fastify has no reply object. */
+function rawProblem(problem: AppError): { head: Record<string, string>; body: string } {
+  const body = JSON.stringify(problem.toProblem())
+  const head = {
+    'content-type': 'application/problem+json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    ...problem.headers,
+    connection: 'close',
+  }
+  return { head, body }
+}
+
 /**
  * A request Node's parser refused, or one too slow, has no request or reply object: the answer is written
  * on the socket, which is then closed (the rest of the stream cannot be trusted to be a next request).
@@ -73,12 +95,10 @@ function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, 
     socket.destroy()
     return
   }
-  const body = JSON.stringify(problem.toProblem())
-  const headers = Object.entries(problem.headers).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  const { head, body } = rawProblem(problem)
+  const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(
-    `HTTP/1.1 ${problem.status} ${problem.toProblem().title}\r\n` +
-      `Content-Type: application/problem+json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
-      `${headers}Connection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${problem.status} ${problem.toProblem().title}\r\n${lines}\r\n${body}`,
     // Closed only once the answer is handed to the kernel, so it is not lost with the socket.
     () => socket.destroy(),
   )
@@ -93,6 +113,24 @@ export function httpServerOptions(timeouts: Partial<HttpTimeouts> = {}) {
     clientErrorHandler: answerClientError,
     requestTimeout: requestMs,
     connectionTimeout: idleMs,
-    http: { headersTimeout: headersMs, connectionsCheckingInterval: checkIntervalMs },
+    http: { headersTimeout: headersMs, connectionsCheckingInterval: checkIntervalMs, requireHostHeader: false },
   } satisfies FastifyHttpOptions<Server>
 }
+
+/** The part options cannot say: Node's own bodiless answers to a missing Host and to an unknown Expect. */
+export default fp(
+  async function httpServer(app: FastifyInstance) {
+    // Node answers an Expect other than 100-continue with a bare 417 unless the server listens for it.
+    app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
+      const problem = expectationFailed()
+      app.log.info({ code: problem.code, status: problem.status }, problem.detail)
+      const { head, body } = rawProblem(problem)
+      response.writeHead(problem.status, head).end(body)
+    })
+    // RFC 9112 requires Host on HTTP/1.1; Node's check (requireHostHeader, off in the options) answers a bare 400.
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) return sendProblem(reply, missingHost())
+    })
+  },
+  { name: 'http-server' },
+)

@@ -98,6 +98,16 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
     }
   })
 
+  t.test('an HTTP/1.1 request without Host is 400 bad_request, an Expect other than 100-continue is 417', async (t) => {
+    const noHost = await rawRequest(port, `GET /v1/links HTTP/1.1\r\nApi-Authorization: ${token}\r\nConnection: close\r\n\r\n`)
+    assertProblem(t, noHost, 400, 'bad_request')
+    t.match(JSON.parse(noHost.body).detail, /Host/)
+    const body = JSON.stringify({ link: { url: 'https://example.com/expect' }, autofill: false })
+    const expect = { 'content-type': 'application/json', expect: 'a-teapot' }
+    assertProblem(t, await send('POST', '/v1/links/create', { body, headers: expect }), 417, 'expectation_failed')
+    t.equal(await prisma.link.count({ where: { url: 'https://example.com/expect' } }), 0, 'nothing stored')
+  })
+
   t.test('a request whose body does not arrive in time is 408 request_timeout', async (t) => {
     // The same service with short timeouts (the real ones are in src/plugins/http-server.ts).
     const timeouts = { headersMs: 200, requestMs: 300, checkIntervalMs: 50 }
@@ -130,7 +140,10 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
   t.test('a body on a DELETE is read like any body: 413, 415, 400 invalid_json; a GET ignores its body', async (t) => {
     const json = { 'content-type': 'application/json' }
     assertProblem(t, await send('DELETE', '/v1/links/1', { body: `{"x":"${'x'.repeat(70_000)}"}`, headers: json }), 413, 'payload_too_large')
-    assertProblem(t, await send('DELETE', '/v1/links/by-domain/go.edges.test/x', { body: 'x=1', headers: { 'content-type': 'text/plain' } }), 415, 'unsupported_media_type')
+    for (const contentType of ['text/plain', ';;;']) {
+      const response = await send('DELETE', '/v1/links/by-domain/go.edges.test/x', { body: 'x=1', headers: { 'content-type': contentType } })
+      assertProblem(t, response, 415, 'unsupported_media_type')
+    }
     assertProblem(t, await send('DELETE', '/v1/links/by-domain/go.edges.test/x', { body: '{"x":', headers: json }), 400, 'invalid_json')
     assertProblem(t, await send('GET', '/v1/links/999999', { body: '{"x":', headers: json }), 404, 'not_found')
   })
