@@ -27,6 +27,12 @@ export const ErrorCode = Type.Union(
     'rate_limited',
     'unavailable',
     'internal',
+    // The HTTP exchange itself (src/errors/http-errors.ts): a request the server cannot read, or too slow.
+    'bad_request',
+    'request_timeout',
+    'uri_too_long',
+    'expectation_failed',
+    'headers_too_large',
   ].map((code) => Type.Literal(code)),
 )
 

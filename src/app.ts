@@ -10,8 +10,9 @@ import pixelRoutes from './pixels/pixel-routes.js'
 import scriptRoutes from './scripts/script-routes.js'
 import auth from './plugins/auth.js'
 import database from './plugins/database.js'
-import closing from './plugins/closing.js'
 import errors, { BODY_LIMIT } from './plugins/errors.js'
+import gracefulClose, { type DrainOptions } from './plugins/graceful-close.js'
+import httpServer, { httpServerOptions, type HttpTimeouts } from './plugins/http-server.js'
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
 import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
@@ -31,6 +32,9 @@ export interface AppOptions {
   rateLimits?: RateLimitOptions
   /** Resolver, address restriction and cache overrides (tests); see src/plugins/autofill.ts. */
   autofill?: AutofillPluginOptions
+  /** Shorter server timeouts and drain (tests); see src/plugins/http-server.ts and graceful-close.ts. */
+  httpTimeouts?: Partial<HttpTimeouts>
+  drain?: Partial<DrainOptions>
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -56,7 +60,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Fastify accepts a hop count too, though its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],
     genReqId: requestId,
-    // src/plugins/closing.ts answers requests that arrive while the app closes (problem+json, Retry-After).
+    ...httpServerOptions(options.httpTimeouts),
+    // Requests that arrive while the app closes get graceful-close's 503, which is problem+json.
     return503OnClosing: false,
   })
   app.addHook('onRequest', async (request, reply) => {
@@ -64,7 +69,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
 
   await app.register(errors)
-  await app.register(closing)
+  await app.register(httpServer)
+  await app.register(gracefulClose, options.drain ?? {})
   await app.register(jsonBody)
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })

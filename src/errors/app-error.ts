@@ -120,8 +120,5 @@ export const databaseBusy = () =>
     retryShortly,
   )
 
-/** The service is shutting down: another instance (or this one, restarted) will answer. */
-export const shuttingDown = () =>
-  new AppError(503, 'unavailable', 'The service is restarting; try again shortly', undefined, retryShortly)
 
 export const internal = () => new AppError(500, 'internal', 'Something went wrong on our side')

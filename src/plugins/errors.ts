@@ -12,6 +12,7 @@ import {
   validationFailed,
 } from '../errors/app-error.js'
 import { isDatabaseBusy, isDatabaseUnavailable, isTransactionConflict } from '../db/errors.js'
+import { badRequest } from '../errors/http-errors.js'
 import { fieldErrors } from './validation.js'
 
 export const BODY_LIMIT = 64 * 1024
@@ -45,14 +46,24 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
   return reply.code(error.status).headers(error.headers).type('application/problem+json').send(error.toProblem())
 }
 
+/**
+ * Answers whatever a request ended in as problem+json. An error of ours (500) is logged as an error; a 503 is a
+ * dependency that is down or busy, not a fault of the service, so a warning; the rest is information.
+ */
+export function replyWithError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // A client that went away before its request had fully arrived makes its body stream fail ("aborted"):
+  // nothing of ours failed, and the answer goes nowhere.
+  const clientLeft = request.raw.destroyed && !request.raw.complete
+  const appError = clientLeft
+    ? badRequest('The connection closed before the request was complete')
+    : toAppError(error, request.routeOptions?.bodyLimit)
+  if (appError.status === 503) request.log.warn({ err: error }, 'request failed: service unavailable')
+  else if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
+  else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
+  return sendProblem(reply, appError)
+}
+
 export default fp(async function errors(app: FastifyInstance) {
-  app.setErrorHandler((error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-    const appError = toAppError(error, request.routeOptions.bodyLimit)
-    // A 503 is a dependency that is down or busy, not a fault of the service: logged, but not as an error.
-    if (appError.status === 503) request.log.warn({ err: error }, 'request failed: service unavailable')
-    else if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
-    else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
-    return sendProblem(reply, appError)
-  })
+  app.setErrorHandler(replyWithError)
   app.setNotFoundHandler((request, reply) => sendProblem(reply, notFound('route')))
 })

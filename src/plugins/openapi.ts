@@ -2,12 +2,15 @@ import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
+import { maxHeaderSize } from 'node:http'
 import { FolderList, FolderRecord } from '../../schemas/folder.js'
 import { LinkList } from '../../schemas/link-list.js'
 import { LinkRecord } from '../../schemas/link.js'
 import { Pixel, PixelList } from '../../schemas/pixel.js'
 import { FieldError, Problem } from '../../schemas/problem.js'
 import { ScriptList, ScriptRecord, ScriptSummary } from '../../schemas/script.js'
+import { HTTP_TIMEOUTS } from './http-server.js'
+import { documentHttpAnswers } from './openapi-http-answers.js'
 
 /**
  * Shared schemas, registered once at the root and referenced by $id so the OpenAPI document names them.
@@ -22,6 +25,8 @@ export const SHARED_SCHEMAS = [FieldError, Problem, LinkRecord, LinkList, Folder
 export default fp(
   async function openapi(app: FastifyInstance) {
     for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
+    // Before swagger's own onRoute hook, which collects the routes for the document.
+    app.addHook('onRoute', documentHttpAnswers)
     await app.register(swagger, {
       openapi: {
         openapi: '3.1.0',
@@ -30,7 +35,14 @@ export default fp(
           version: '1.0.0',
           description:
             'Create and update branded short links. Every /v1 request carries `Api-Authorization: <token>`. ' +
-            'Errors are application/problem+json with a `code` and, for bad input, the JSON pointer of each field.',
+            'Errors are application/problem+json with a `code` and, for bad input, the JSON pointer of each field. ' +
+            'Any request may also be answered, before it reaches an operation, 400 `bad_request` (not valid HTTP/1.1, ' +
+            'or no Host header), 417 `expectation_failed` (an Expect other than 100-continue), ' +
+            `408 \`request_timeout\` (headers not in within ${HTTP_TIMEOUTS.headersMs / 1000} s, or the whole request ` +
+            `within ${HTTP_TIMEOUTS.requestMs / 1000} s), 431 \`headers_too_large\` (request line and headers over ` +
+            `${maxHeaderSize / 1024} KiB; these three close the connection), ` +
+            '404 `not_found` (no such operation) or, while the service shuts down, 503 `unavailable` with ' +
+            '`Retry-After` and `Connection: close`.',
         },
         components: {
           securitySchemes: { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } },

@@ -10,6 +10,7 @@ import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { customFormats } from '../../schemas/formats.js'
+import { MAX_PARAM_LENGTH } from '../../src/plugins/http-server.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
 
 type Json = Record<string, any>
@@ -18,29 +19,32 @@ const SNAPSHOT = new URL('../../schemas/openapi.snapshot.json', import.meta.url)
 const PROBLEM_REF = '#/components/schemas/Problem'
 const LINK_RECORD_REF = '#/components/schemas/LinkRecord'
 
-/** Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8; issue 5). */
+/**
+ * Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8; issue 5; issue 9: 400
+ * bad_request and 414 for a path parameter the router cannot take, 400/413/415 for a body sent with a DELETE).
+ */
 const EXPECTED_STATUSES: Record<string, number[]> = {
   createLink: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
-  updateLink: [200, 400, 401, 404, 413, 415, 429, 500, 503],
-  updateLinkByDomain: [200, 400, 401, 404, 413, 415, 429, 500, 503],
-  getLink: [200, 400, 401, 404, 429, 500, 503],
-  getLinkByDomain: [200, 401, 404, 429, 500, 503],
+  updateLink: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
+  updateLinkByDomain: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
+  getLink: [200, 400, 401, 404, 414, 429, 500, 503],
+  getLinkByDomain: [200, 400, 401, 404, 414, 429, 500, 503],
   listLinks: [200, 400, 401, 429, 500, 503],
-  deleteLink: [204, 400, 401, 404, 429, 500, 503],
-  deleteLinkByDomain: [204, 401, 404, 429, 500, 503],
+  deleteLink: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
+  deleteLinkByDomain: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   listFolders: [200, 401, 429, 500, 503],
   createFolder: [201, 400, 401, 409, 413, 415, 429, 500, 503],
-  renameFolder: [200, 400, 401, 404, 409, 413, 415, 429, 500, 503],
-  deleteFolder: [204, 400, 401, 404, 409, 429, 500, 503],
+  renameFolder: [200, 400, 401, 404, 409, 413, 414, 415, 429, 500, 503],
+  deleteFolder: [204, 400, 401, 404, 409, 413, 414, 415, 429, 500, 503],
   listPixels: [200, 401, 429, 500, 503],
   createPixel: [201, 400, 401, 409, 413, 415, 429, 500, 503],
-  updatePixel: [200, 400, 401, 404, 409, 413, 415, 429, 500, 503],
-  deletePixel: [204, 400, 401, 404, 429, 500, 503],
+  updatePixel: [200, 400, 401, 404, 409, 413, 414, 415, 429, 500, 503],
+  deletePixel: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   listScripts: [200, 401, 429, 500, 503],
-  getScript: [200, 400, 401, 404, 429, 500, 503],
+  getScript: [200, 400, 401, 404, 414, 429, 500, 503],
   createScript: [201, 400, 401, 413, 415, 429, 500, 503],
-  updateScript: [200, 400, 401, 404, 413, 415, 429, 500, 503],
-  deleteScript: [204, 400, 401, 404, 429, 500, 503],
+  updateScript: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
+  deleteScript: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
 }
 
 /** The shared schema each operation's success answers with; null for a 204 without a body. */
@@ -280,6 +284,49 @@ t.test('the document', async (t) => {
     // The field list survives serialization by the documented schema.
     t.match(errors[1].json(), { code: 'validation_failed', errors: [{ path: '/link/url' }, { path: '/link/title' }] })
   })
+})
+
+t.test('what the HTTP layer answers on each operation is documented there, with its code', async (t) => {
+  const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<Json>()
+  const token = await createWorkspaceToken(prisma, { workspace: 'layer', defaultDomain: 'go.layer.test' })
+  const json = { 'api-authorization': token, 'content-type': 'application/json' }
+  for (const [route, operation] of documentedOperations(document)) {
+    const [method, path] = route.split(' ')
+    if (!path.startsWith('/v1/')) continue
+    // The path with each parameter's example, or the `broken` value for the first parameter.
+    const url = (broken?: string) => {
+      let first = true
+      return path.replace(/\{(\w+)\}/g, (_match, name: string) => {
+        const example = operation.parameters.find((parameter: Json) => parameter.name === name).example
+        const value = first && broken !== undefined ? broken : encodeURIComponent(String(example))
+        first = false
+        return value
+      })
+    }
+    const probes: [string, () => Promise<{ statusCode: number; body: string }>][] = []
+    if (path.includes('{')) {
+      probes.push(
+        ['a parameter that is not percent-encoded UTF-8', () => app.inject({ method, url: url('%C3'), headers: json })],
+        ['a parameter over the router limit', () => app.inject({ method, url: url('9'.repeat(MAX_PARAM_LENGTH + 1)), headers: json })],
+      )
+    }
+    if (method !== 'GET') {
+      const send = (payload: string, headers: Record<string, string>) => () =>
+        app.inject({ method, url: url(), headers: { ...json, ...headers }, payload })
+      probes.push(
+        ['malformed JSON', send('{"link":', {})],
+        ['a body over the body limit', send(JSON.stringify({ padding: 'p'.repeat(600 * 1024) }), {})],
+        ['a body that is not JSON', send('name=x', { 'content-type': 'text/plain' })],
+      )
+    }
+    for (const [probe, request] of probes) {
+      const response = await request()
+      const answer = JSON.parse(response.body)
+      const documented = operation.responses[response.statusCode]?.content?.['application/problem+json']
+      t.ok(documented, `${route}, ${probe}: ${response.statusCode} is documented`)
+      t.ok(documented?.examples?.[answer.code], `${route}, ${probe}: its code ${answer.code} is among the examples`)
+    }
+  }
 })
 
 t.test('GET /docs answers the interactive page', async (t) => {

@@ -2,7 +2,7 @@
  * The server as operators run it: a real process, started the way `npm start` does (from source here),
  * on the embedded database or the test PostgreSQL.
  */
-import { spawn, type ChildProcess } from 'node:child_process'
+import { spawn } from 'node:child_process'
 import { once } from 'node:events'
 import { mkdtempSync, rmSync } from 'node:fs'
 import { request } from 'node:http'
@@ -10,31 +10,8 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { openDatabase } from '../../src/db/database.js'
+import { startServer } from '../support/server-process.js'
 import { openTestDatabase } from '../support/test-app.js'
-
-interface RunningServer {
-  child: ChildProcess
-  port: number
-  output: () => string
-}
-
-async function startServer(env: Record<string, string>): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
-    env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
-  let output = ''
-  child.stdout!.on('data', (chunk) => (output += chunk))
-  child.stderr!.on('data', (chunk) => (output += chunk))
-  const deadline = Date.now() + 60_000
-  for (;;) {
-    const match = /Server listening at http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
-    if (match) return { child, port: Number(match[1]), output: () => output }
-    if (child.exitCode !== null) throw new Error(`server exited: ${output}`)
-    if (Date.now() > deadline) throw new Error(`server did not start: ${output}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
 
 t.test('first start on an empty embedded database prints a token once; SIGTERM lets in-flight requests finish', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-server-'))

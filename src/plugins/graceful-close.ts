@@ -1,0 +1,92 @@
+/**
+ * Closing without resetting connections (SIGTERM, src/server.ts). Node's server.close(), which Fastify's
+ * close calls, destroys at once every connection on which no request has begun: requests a client had sent
+ * but the server had not read yet were reset, with no way for the client to know whether they were done.
+ * Here, from the moment the app begins to close:
+ * - a request that arrives is answered 503 unavailable with Retry-After, as problem+json;
+ * - every answer carries Connection: close, so each connection ends with the request it serves;
+ * - the server keeps accepting and reading until every connection has closed or sent nothing for
+ *   `idleGraceMs` (at most `limitMs` in all), so what was sent before the signal is read and answered;
+ * - then the quiet connections left are closed and Fastify closes the server as before.
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { IncomingMessage, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import { shuttingDown } from '../errors/http-errors.js'
+import { sendProblem } from './errors.js'
+
+export interface DrainOptions {
+  /** How long a connection may stay quiet after the close began before it is closed unanswered. */
+  idleGraceMs: number
+  /**
+   * The longest the drain waits for requests in flight; then the server closes (Node still lets those
+   * requests finish). Under the grace src/server.ts gives the whole close (10 s) before it exits anyway.
+   */
+  limitMs: number
+}
+
+export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 8_000 }
+
+interface ConnectionState {
+  /** Requests read and not yet answered. */
+  requests: number
+  /** When the connection last had no request going: its opening, or its last answer. */
+  quietSince: number
+}
+
+/**
+ * Resolves in the event loop's check phase, after a poll phase: by then Node has read what the sockets held,
+ * even after the loop was blocked for longer than the grace (timers run before the poll phase).
+ */
+const afterNextReads = () => new Promise<void>((resolve) => setTimeout(() => setImmediate(resolve), 25))
+
+export default fp(
+  async function gracefulClose(app: FastifyInstance, options: Partial<DrainOptions>) {
+    const { idleGraceMs, limitMs } = { ...DRAIN, ...options }
+    const connections = new Map<Socket, ConnectionState>()
+    let closing = false
+
+    app.server.on('connection', (socket: Socket) => {
+      connections.set(socket, { requests: 0, quietSince: Date.now() })
+      socket.once('close', () => connections.delete(socket))
+    })
+    app.server.on('request', (request: IncomingMessage, response: ServerResponse) => {
+      const state = connections.get(request.socket)
+      if (!state) return
+      state.requests++
+      response.once('close', () => {
+        state.requests--
+        state.quietSince = Date.now()
+      })
+    })
+
+    app.addHook('onRequest', async (_request, reply) => {
+      if (closing) return sendProblem(reply, shuttingDown())
+    })
+    app.addHook('onSend', async (_request, reply) => {
+      if (closing) reply.header('connection', 'close')
+    })
+
+    app.addHook('preClose', async () => {
+      closing = true
+      const began = Date.now()
+      const quiet = (state: ConnectionState, now: number) =>
+        state.requests === 0 && now - Math.max(state.quietSince, began) >= idleGraceMs
+      while (connections.size > 0) {
+        await afterNextReads()
+        const now = Date.now()
+        if ([...connections.values()].every((state) => quiet(state, now)) || now - began >= limitMs) break
+      }
+      const states = [...connections.values()]
+      const busy = states.filter((state) => state.requests > 0).length
+      app.log.info(
+        { quiet: states.length - busy, busy, ms: Date.now() - began },
+        'closing: connections drained; closing the quiet ones left and the server',
+      )
+      // Node would keep one whose request head is half sent until its headers timeout.
+      for (const [socket, state] of connections) if (state.requests === 0) socket.destroy()
+    })
+  },
+  { name: 'graceful-close' },
+)

@@ -1,0 +1,136 @@
+/**
+ * How the HTTP server meets the wire: the router's limits, the server's timeouts (options passed to Fastify
+ * when the app is built, src/app.ts), and problem+json for the errors answered before any route runs, by
+ * the router (a path it cannot decode, a parameter too long) or by Node's HTTP server (malformed or
+ * oversized request heads, timeouts, a missing Host, an unknown Expect), which Fastify and Node would
+ * otherwise answer with bodies of their own or none.
+ */
+import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
+import type { AppError } from '../errors/app-error.js'
+import {
+  badPercentEncoding,
+  badRequest,
+  expectationFailed,
+  headersTooLarge,
+  missingHost,
+  requestTimeout,
+  uriTooLong,
+} from '../errors/http-errors.js'
+import { replyWithError, sendProblem } from './errors.js'
+
+/**
+ * The longest path parameter the router takes (Fastify's default, 100, refused ordinary long domains). A
+ * domain in the path may be a host name of 253 characters, and clients may send an internationalised one
+ * in its Unicode form, percent-encoded: up to 12 characters (4 UTF-8 bytes) for each character of a label,
+ * about 3,000 for the longest host name. A longer parameter is 414 uri_too_long.
+ */
+export const MAX_PARAM_LENGTH = 4096
+
+export interface HttpTimeouts {
+  /** The request line and headers must have arrived this long after the request began, else 408. */
+  headersMs: number
+  /**
+   * The whole request, body included, must have arrived this long after it began, else 408. Node's
+   * default is 300 s and Fastify's is none: a client sending its body a byte at a time (a slow-loris
+   * upload) would hold a connection for that long. 64 KiB bodies need nowhere near 30 s.
+   */
+  requestMs: number
+  /**
+   * A connection with no traffic at all for this long is closed: one that never sends a request, or a
+   * request whose handler hangs. Above anything a handler waits for (the autofill fetch, the database).
+   */
+  idleMs: number
+  /** How often Node checks the two request timeouts (its default, 30 s, would let them run 30 s over). */
+  checkIntervalMs: number
+}
+
+export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000, checkIntervalMs: 1_000 }
+
+function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
+  // These requests skip the app's hooks, so the request id the others carry is set here.
+  reply.header('x-request-id', request.id)
+  const known: Record<string, () => AppError> = {
+    FST_ERR_BAD_URL: badPercentEncoding,
+    FST_ERR_MAX_PARAM_LENGTH: () => uriTooLong(MAX_PARAM_LENGTH),
+  }
+  const appError = known[error.code]?.()
+  if (!appError) return replyWithError(error, request, reply)
+  request.log.info({ code: appError.code, status: appError.status }, appError.detail)
+  return sendProblem(reply, appError)
+}
+
+/** Node's HTTP parser error codes (and its request timeout) as the problem a client gets. */
+function clientProblem(error: NodeJS.ErrnoException): AppError {
+  if (error.code === 'HPE_HEADER_OVERFLOW') return headersTooLarge()
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return requestTimeout()
+  return badRequest('The request is not valid HTTP/1.1')
+}
+
+/** A problem as raw HTTP/1.1, for the answers written where Fastify has no reply object. */
+function rawProblem(problem: AppError): { head: Record<string, string>; body: string } {
+  const body = JSON.stringify(problem.toProblem())
+  const head = {
+    'content-type': 'application/problem+json; charset=utf-8',
+    'content-length': String(Buffer.byteLength(body)),
+    ...problem.headers,
+    connection: 'close',
+  }
+  return { head, body }
+}
+
+/**
+ * A request Node's parser refused, or one too slow, has no request or reply object: the answer is written
+ * on the socket, which is then closed (the rest of the stream cannot be trusted to be a next request).
+ */
+function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return
+  const problem = clientProblem(error)
+  this.log.info({ code: problem.code, status: problem.status, reason: error.code }, problem.detail)
+  // As Node does: answer only when no response is already under way on this connection.
+  const responding = (socket as Socket & { _httpMessage?: ServerResponse })._httpMessage?.headersSent
+  if (!socket.writable || responding) {
+    socket.destroy()
+    return
+  }
+  const { head, body } = rawProblem(problem)
+  const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`).join('')
+  socket.end(
+    `HTTP/1.1 ${problem.status} ${problem.toProblem().title}\r\n${lines}\r\n${body}`,
+    // Closed only once the answer is handed to the kernel, so it is not lost with the socket.
+    () => socket.destroy(),
+  )
+}
+
+/** The Fastify options of the HTTP server; `timeouts` overrides are for tests. */
+export function httpServerOptions(timeouts: Partial<HttpTimeouts> = {}) {
+  const { headersMs, requestMs, idleMs, checkIntervalMs } = { ...HTTP_TIMEOUTS, ...timeouts }
+  return {
+    routerOptions: { maxParamLength: MAX_PARAM_LENGTH },
+    frameworkErrors: answerFrameworkError,
+    clientErrorHandler: answerClientError,
+    requestTimeout: requestMs,
+    connectionTimeout: idleMs,
+    http: { headersTimeout: headersMs, connectionsCheckingInterval: checkIntervalMs, requireHostHeader: false },
+  } satisfies FastifyHttpOptions<Server>
+}
+
+/** The part options cannot say: Node's own bodiless answers to a missing Host and to an unknown Expect. */
+export default fp(
+  async function httpServer(app: FastifyInstance) {
+    // Node answers an Expect other than 100-continue with a bare 417 unless the server listens for it.
+    app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
+      const problem = expectationFailed()
+      app.log.info({ code: problem.code, status: problem.status }, problem.detail)
+      const { head, body } = rawProblem(problem)
+      response.writeHead(problem.status, head).end(body)
+    })
+    // RFC 9112 requires Host on HTTP/1.1; Node's check (requireHostHeader, off in the options) answers a bare 400.
+    app.addHook('onRequest', async (request, reply) => {
+      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) return sendProblem(reply, missingHost())
+    })
+  },
+  { name: 'http-server' },
+)

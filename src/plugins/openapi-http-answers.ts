@@ -1,0 +1,73 @@
+/**
+ * What the HTTP layer answers on a route before its handler runs, documented once here for every route it
+ * applies to instead of in each route file (an onRoute hook of src/plugins/openapi.ts):
+ * - a route with path parameters: 400 bad_request for a parameter that is not valid percent-encoding and
+ *   414 uri_too_long for one over the router's limit (src/plugins/http-server.ts);
+ * - a route whose method has a body, DELETE included (Fastify reads a body on any method but GET and HEAD):
+ *   400 invalid_json, 413 payload_too_large and 415 unsupported_media_type.
+ * A response the route documents already keeps its description and gains the missing examples.
+ */
+import { Type } from '@sinclair/typebox'
+import type { RouteOptions } from 'fastify'
+import { Problem } from '../../schemas/problem.js'
+import { invalidJson, payloadTooLarge, unsupportedMediaType, type AppError } from '../errors/app-error.js'
+import { badPercentEncoding, uriTooLong } from '../errors/http-errors.js'
+import { BODY_LIMIT } from './errors.js'
+import { MAX_PARAM_LENGTH } from './http-server.js'
+import { PROBLEM_MEDIA_TYPE } from './openapi-responses.js'
+
+interface DocumentedProblem {
+  description: string
+  headers?: unknown
+  content: { [PROBLEM_MEDIA_TYPE]: { schema: unknown; examples: Record<string, { value: unknown }> } }
+}
+
+interface HttpAnswer {
+  error: AppError
+  /** What the description says of it. */
+  when: string
+}
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
+
+function answersOf(route: RouteOptions): HttpAnswer[] {
+  const answers: HttpAnswer[] = []
+  if (route.url.includes(':')) {
+    answers.push(
+      { error: badPercentEncoding(), when: 'bad_request: a path parameter is not valid percent-encoded UTF-8' },
+      { error: uriTooLong(MAX_PARAM_LENGTH), when: `uri_too_long: a path parameter is over ${MAX_PARAM_LENGTH} characters` },
+    )
+  }
+  if ([route.method].flat().some((method) => BODY_METHODS.has(method))) {
+    const limit = route.bodyLimit ?? BODY_LIMIT
+    answers.push(
+      { error: invalidJson('Unexpected end of JSON input'), when: 'invalid_json: the body is not valid JSON' },
+      { error: payloadTooLarge(limit), when: `payload_too_large: body over ${limit / 1024} KiB` },
+      { error: unsupportedMediaType(), when: 'unsupported_media_type: the body must be application/json' },
+    )
+  }
+  return answers
+}
+
+/** Adds the HTTP layer's answers to the route's documented responses (a new object: route files share theirs). */
+export function documentHttpAnswers(route: RouteOptions): void {
+  const responses = route.schema?.response as Record<string, DocumentedProblem> | undefined
+  if (!responses || route.schema?.hide) return
+  const documented: Record<string, DocumentedProblem> = { ...responses }
+  for (const { error, when } of answersOf(route)) {
+    const current = documented[error.status]
+    const examples = current?.content[PROBLEM_MEDIA_TYPE].examples ?? {}
+    if (error.code in examples) continue
+    documented[error.status] = {
+      ...current,
+      description: current ? `${current.description}; ${when}` : when,
+      content: {
+        [PROBLEM_MEDIA_TYPE]: {
+          schema: Type.Ref(Problem),
+          examples: { ...examples, [error.code]: { value: error.toProblem() } },
+        },
+      },
+    }
+  }
+  route.schema = { ...route.schema, response: documented }
+}
