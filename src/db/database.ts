@@ -25,8 +25,21 @@ export interface OpenDatabaseOptions {
   migrate?: boolean
 }
 
-// Fail fast instead of queueing requests behind a database that does not answer.
+/**
+ * Fail fast instead of queueing requests behind a database that does not answer. pg's pool applies the same
+ * bound to a request waiting for a free connection, so it is also how long a request may queue for the pool
+ * before it is answered 503 (transactions wait the same, src/db/transaction.ts).
+ */
 export const CONNECT_TIMEOUT_MS = 3000
+
+/**
+ * Connections per instance. Prisma's client runtime makes the Node process the bottleneck well before ten
+ * connections keep PostgreSQL busy (stack notes: its CPU, not the database's, limits throughput), and writers
+ * of one link queue in the process rather than each holding a connection (keyed-queue.ts), so more would only
+ * cost PostgreSQL memory and max_connections. 10 per instance leaves room for several instances and the
+ * command line under PostgreSQL's default max_connections of 100.
+ */
+const POOL_SIZE = 10
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.migrate ?? true) : openEmbedded(options.dataDir, options.migrate ?? true)
@@ -42,7 +55,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
       await client.end()
     }
   }
-  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: 10 })
+  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: POOL_SIZE })
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {})
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) })
