@@ -65,7 +65,7 @@ export class RedirectCache {
     return maxAgeMs === undefined || this.ageOf(this.missing, key) <= maxAgeMs ? null : undefined
   }
 
-  private ageOf(cache: LRUCache<string, unknown>, key: string): number {
+  private ageOf<V extends object | boolean>(cache: LRUCache<string, V>, key: string): number {
     return (cache.ttl ?? 0) - cache.getRemainingTTL(key)
   }
 

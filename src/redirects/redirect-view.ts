@@ -20,7 +20,7 @@ export interface RedirectView extends DestinationRules {
   masking: boolean
   /** Milliseconds since the epoch; null when the link never expires. */
   expiresAt: number | null
-  /** Where an expired link sends visitors; null: the 410 page. */
+  /** Where an expired link sends visitors (header-safe, see headerSafeUrl); null: the 410 page. */
   expirationUrl: string | null
   /** The scrypt hash when password protection is on, else null. */
   passwordHash: string | null
@@ -117,7 +117,7 @@ function toView(row: ViewRow): RedirectView {
     deepLinkingEnable: row.deepLinkingEnable,
     masking: row.masking,
     expiresAt: row.expiresAt,
-    expirationUrl: row.expirationUrl,
+    expirationUrl: row.expirationUrl === null ? null : headerSafeUrl(row.expirationUrl),
     passwordHash: row.passwordHash,
     pixels,
     scripts,
