@@ -202,3 +202,13 @@ t.test('a Redis that cannot be reached: the tries are counted in the process mea
   const address = nextAddress()
   t.same(await wrongTries(cut, '/no-redis', address, 11), [...Array(10).fill(401), 429])
 })
+
+t.test('without COOKIE_SECRET the start-up log warns that several instances need it', async (t) => {
+  const warningsOf = async (env: Record<string, string>) => {
+    const lines: string[] = []
+    await buildTestApp(t, { database, env, logger: { level: 'warn', stream: { write: (line: string) => void lines.push(JSON.parse(line).msg) } } })
+    return lines.filter((msg) => /COOKIE_SECRET/.test(msg))
+  }
+  t.match(await warningsOf({}), [/COOKIE_SECRET is unset.*several instances need COOKIE_SECRET set/])
+  t.same(await warningsOf({ COOKIE_SECRET: SECRET }), [])
+})
