@@ -62,7 +62,9 @@ setInterval(() => {
 process.on('message', async (message: string) => {
   if (message === 'stats') {
     const redirects = mode === 'bare' ? null : app.redirects
+    const cpu = process.cpuUsage()
     process.send!({
+      cpuMicros: cpu.user + cpu.system,
       rss: process.memoryUsage().rss,
       maxRss,
       reads: redirects?.cache.reads ?? 0,

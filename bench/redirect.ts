@@ -7,8 +7,11 @@
  * each, requests/s and p50/p99 latency at full rate, the ratio, p50/p99 at half of the peak rate (autocannon's
  * overallRate), the service's RSS and its database reads per visit.
  *
- * Options (environment): BENCH_DURATION (s per run, default 10), BENCH_CONNECTIONS (default 50),
- * BENCH_CACHE_ENTRIES (default 2000), BENCH_SERVICE_ARGS (extra node flags for the service, e.g. --cpu-prof).
+ * The two servers take turns (BENCH_ROUNDS runs each), and each run also measures the server's CPU time per
+ * request, which other load on the machine does not change the way it changes throughput.
+ *
+ * Options (environment): BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 50),
+ * BENCH_CACHE_ENTRIES (default 2000), BENCH_COLD and BENCH_UNKNOWN (the shares, default 0.09 and 0.01), BENCH_SERVICE_ARGS (extra node flags for the service, e.g. --cpu-prof).
  */
 import autocannon from 'autocannon'
 import { execFileSync, fork, type ChildProcess } from 'node:child_process'
@@ -17,9 +20,12 @@ import { once } from 'node:events'
 import { get, type IncomingMessage } from 'node:http'
 import { fileURLToPath } from 'node:url'
 
-const DURATION = Number(process.env.BENCH_DURATION ?? 10)
+const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const HOT = 1000
+const COLD = Number(process.env.BENCH_COLD ?? 0.09)
+const UNKNOWN = Number(process.env.BENCH_UNKNOWN ?? 0.01)
 const LINKS = 10_000
 const USER_AGENT = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36'
 
@@ -63,15 +69,33 @@ async function stop(server: Server): Promise<void> {
 let coldCursor = 0
 function nextPath(): string {
   const draw = Math.random()
-  if (draw < 0.9) return `/l${1 + Math.floor(Math.random() * HOT)}`
-  if (draw < 0.99) {
+  if (draw < 1 - COLD - UNKNOWN) return `/l${1 + Math.floor(Math.random() * HOT)}`
+  if (draw < 1 - UNKNOWN) {
     coldCursor = (coldCursor + 1) % (LINKS - HOT)
     return `/l${HOT + 1 + coldCursor}`
   }
   return `/u${randomBytes(6).toString('hex')}`
 }
 
-async function load(server: Server, seconds: number, overallRate?: number) {
+interface Run {
+  rps: number
+  p50: number
+  p99: number
+  answered: number
+  /** The server's CPU time (user + system) per answer, µs: what a request costs, whatever else the machine runs. */
+  cpuPerRequest: number
+}
+
+interface Stats {
+  cpuMicros: number
+  rss: number
+  maxRss: number
+  reads: number
+  counters: Record<string, number> | null
+}
+
+async function load(server: Server, seconds: number, overallRate?: number): Promise<Run> {
+  const before = await ask<Stats>(server, 'stats')
   const result = await autocannon({
     url: `http://127.0.0.1:${server.port}`,
     connections: CONNECTIONS,
@@ -80,14 +104,39 @@ async function load(server: Server, seconds: number, overallRate?: number) {
     headers: { host: 'go.bench.test', 'user-agent': USER_AGENT },
     requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: nextPath() }) }],
   })
-  const answered = result['2xx'] + result['3xx'] + result['4xx']
-  if (result.errors || result.timeouts || result['5xx'] || result.non2xx !== result['3xx'] + result['4xx']) {
-    throw new Error(`errors ${result.errors}, timeouts ${result.timeouts}, 5xx ${result['5xx']}`)
+  const after = await ask<Stats>(server, 'stats')
+  if (result.errors || result.timeouts || result['5xx'] || result['2xx']) {
+    throw new Error(`errors ${result.errors}, timeouts ${result.timeouts}, 2xx ${result['2xx']}, 5xx ${result['5xx']}`)
   }
-  return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99, answered, redirects: result['3xx'] }
+  const answered = result['3xx'] + result['4xx']
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    answered,
+    cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered,
+  }
 }
 
+const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]
 const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(8)
+
+/** Runs of the two servers in turn, so that whatever else loads the machine weighs on both alike; the median run of each. */
+async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number }) {
+  const runs: { bare: Run[]; service: Run[] } = { bare: [], service: [] }
+  for (let round = 0; round < ROUNDS; round++) {
+    runs.bare.push(await load(bare, DURATION, overallRate?.bare))
+    runs.service.push(await load(service, DURATION, overallRate?.service))
+  }
+  const summary = (list: Run[]) => ({
+    rps: median(list.map((run) => run.rps)),
+    p50: median(list.map((run) => run.p50)),
+    p99: median(list.map((run) => run.p99)),
+    cpuPerRequest: median(list.map((run) => run.cpuPerRequest)),
+    answered: list.reduce((sum, run) => sum + run.answered, 0),
+  })
+  return { bare: summary(runs.bare), service: summary(runs.service), ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps) }
+}
 
 async function main() {
   console.log('compiling (tsc)…')
@@ -96,7 +145,8 @@ async function main() {
   const service = await start(script, 'service')
   console.log(
     `database: ${process.env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : 'in-memory PGlite'}; Redis: ${process.env.REDIS_URL ?? 'none'}; ` +
-      `${LINKS} links, cache of ${service.cacheEntries} entries; autocannon ${CONNECTIONS} connections, ${DURATION} s per run`,
+      `${LINKS} links, cache of ${service.cacheEntries} entries; autocannon ${CONNECTIONS} connections; ` +
+      `${ROUNDS} runs of ${DURATION} s per server and rate, in turn`,
   )
   console.log('warming up: each hot link once, then 3 s of load each…')
   for (let i = 1; i <= HOT; i++) {
@@ -109,30 +159,31 @@ async function main() {
   await load(bare, 3)
   await load(service, 3)
 
-  const readsBefore = (await ask<{ reads: number }>(service, 'stats')).reads
-  const full = { bare: await load(bare, DURATION), service: await load(service, DURATION) }
-  const afterFull = await ask<{ reads: number; maxRss: number; counters: Record<string, number> }>(service, 'stats')
-  const half = {
-    bare: await load(bare, DURATION, Math.floor(full.bare.rps / 2)),
-    service: await load(service, DURATION, Math.floor(full.service.rps / 2)),
-  }
-  const stats = await ask<{ rss: number; maxRss: number }>(service, 'stats')
+  const readsBefore = (await ask<Stats>(service, 'stats')).reads
+  const full = await alternate(bare, service)
+  const afterFull = await ask<Stats>(service, 'stats')
+  const half = await alternate(bare, service, { bare: Math.floor(full.bare.rps / 2), service: Math.floor(full.service.rps / 2) })
+  const stats = await ask<Stats>(service, 'stats')
 
   console.log('')
-  console.log('                 full rate                      half of its peak rate')
-  console.log('              req/s    p50 ms    p99 ms       req/s    p50 ms    p99 ms')
+  console.log('              full rate (median run)                    half of its peak rate (median run)')
+  console.log('              req/s    p50 ms    p99 ms  CPU µs/req       req/s    p50 ms    p99 ms')
   for (const name of ['bare', 'service'] as const) {
     const f = full[name]
     const h = half[name]
-    console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
+    console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
   }
   console.log('')
-  console.log(`service / bare throughput: ${((100 * full.service.rps) / full.bare.rps).toFixed(1)}% (target ≥ 70%)`)
+  const ratios = full.ratios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')
+  console.log(`service / bare throughput: ${((100 * full.service.rps) / full.bare.rps).toFixed(1)}% (runs: ${ratios}; target ≥ 70%)`)
+  console.log(
+    `service / bare by server CPU per request: ${((100 * full.bare.cpuPerRequest) / full.service.cpuPerRequest).toFixed(1)}% ` +
+      '(the throughput ratio on a machine where each had its cores to itself)',
+  )
   console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
   console.log(`service RSS: ${(stats.rss / 2 ** 20).toFixed(0)} MB now, ${(stats.maxRss / 2 ** 20).toFixed(0)} MB at most (target < 200 MB)`)
-  const visits = full.service.answered
   console.log(
-    `database reads per visit at full rate: ${((afterFull.reads - readsBefore) / visits).toFixed(3)} ` +
+    `database reads per visit at full rate: ${((afterFull.reads - readsBefore) / full.service.answered).toFixed(3)} ` +
       `(expected about 0.10: 9% cold + 1% unknown); answers since start: ${JSON.stringify(afterFull.counters)}`,
   )
   await stop(bare)

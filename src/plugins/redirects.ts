@@ -11,7 +11,7 @@ import { BLIND_MAX_AGE_MS, localChannel, RedisChangeChannel, type Change, type C
 import { PasswordCookies } from '../redirects/password-cookie.js'
 import { MemoryPasswordThrottle, RedisPasswordThrottle, type PasswordThrottle } from '../redirects/password-throttle.js'
 import { cacheKey, RedirectCache, type RedirectCacheOptions } from '../redirects/redirect-cache.js'
-import { loadRedirectView, type RedirectView } from '../redirects/redirect-view.js'
+import { batchedViewReader, loadRedirectViews, type RedirectView } from '../redirects/redirect-view.js'
 import { ShortDomains } from '../redirects/short-domains.js'
 import { CountingVisitRecorder, type VisitRecorder } from '../redirects/visits.js'
 
@@ -72,7 +72,7 @@ export default fp(
     const prisma = app.db.prisma
     const now = settings.now ?? Date.now
     const domains = new ShortDomains(prisma, config.reservedDomains, app.log, settings.domainsRefreshMs)
-    const cache = new RedirectCache((domain, key) => loadRedirectView(app.db, domain, key), settings.cache)
+    const cache = new RedirectCache(batchedViewReader((keys) => loadRedirectViews(app.db, keys)), settings.cache)
     const apply = (change: Change) => {
       if (change.keys) cache.invalidate(change.keys)
       if (change.workspaceId !== undefined) cache.invalidateWorkspace(change.workspaceId)

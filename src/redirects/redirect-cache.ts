@@ -9,7 +9,9 @@
  *   answers its own visit but is not kept, since it may have read the row before the change was committed.
  */
 import { LRUCache } from 'lru-cache'
-import type { RedirectView } from './redirect-view.js'
+import { cacheKey, type RedirectView } from './redirect-view.js'
+
+export { cacheKey }
 
 export interface RedirectCacheOptions {
   /** Most links kept (default 100,000). */
@@ -28,7 +30,6 @@ export interface RedirectCacheOptions {
 export const LINK_TTL_MS = 60_000
 export const MISSING_TTL_MS = 10_000
 
-export const cacheKey = (domain: string, slugKey: string) => `${domain}/${slugKey}`
 
 export class RedirectCache {
   private readonly links: LRUCache<string, RedirectView>

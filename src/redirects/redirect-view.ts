@@ -1,7 +1,7 @@
 /**
  * The redirect view of a link: the compact, read-only part of a link that the visitor side needs, read with
- * one indexed query (the link by its unique (domain, slugKey), its pixels and, when enabled, its scripts'
- * content) and kept in the in-process cache (redirect-cache.ts).
+ * one indexed statement (with the other links asked for at the same moment) and kept in the in-process cache
+ * (redirect-cache.ts).
  */
 import type { Database } from '../db/database.js'
 import { headerSafeUrl, type DestinationRules, type RotatorTarget, type Target } from './destination.js'
@@ -36,6 +36,7 @@ interface ViewRow {
   workspaceId: number
   domain: string
   slug: string
+  slugKey: string
   url: string
   title: string | null
   description: string | null
@@ -54,14 +55,14 @@ interface ViewRow {
 }
 
 /**
- * One statement for everything a visit may need, sent through the driver (Database.query), not Prisma. JSON
- * columns and aggregates come back as text and are parsed here, so both drivers give the same values; the
- * expiry comes as epoch milliseconds (the column holds UTC without a zone). Scripts are read only when the link
- * uses them (they can be 64 KiB each).
+ * One statement for everything the visits of several links may need, sent through the driver (Database.query),
+ * not Prisma: each link by the unique index on (domain, slugKey), its pixels and, when it uses them, its
+ * scripts' content (they can be 64 KiB each). JSON columns and aggregates come back as text and are parsed here,
+ * so both drivers give the same values; the expiry comes as epoch milliseconds (the column holds UTC, no zone).
  */
-const VIEW_SQL = `
-  SELECT l."uniq", l."workspaceId", l."domain", l."slug", l."url", l."title", l."description", l."image", l."favicon",
-    l."geolocations"::text AS "geolocations", l."linkRotator"::text AS "rotator",
+const VIEWS_SQL = `
+  SELECT l."uniq", l."workspaceId", l."domain", l."slug", l."slugKey", l."url", l."title", l."description", l."image",
+    l."favicon", l."geolocations"::text AS "geolocations", l."linkRotator"::text AS "rotator",
     l."showGDPR", l."deepLinkingEnable", l."masking",
     CASE WHEN l."expirationEnable" THEN (extract(epoch FROM l."expiresAt") * 1000)::float8 END AS "expiresAt",
     NULLIF(l."expirationUrl", '') AS "expirationUrl",
@@ -76,12 +77,52 @@ const VIEW_SQL = `
       FROM jsonb_array_elements_text(l."linkScripts") WITH ORDINALITY AS e("id", "position")
       JOIN "Script" s ON s."id" = e."id"::int AND s."workspaceId" = l."workspaceId"
     ), '[]') ELSE '[]' END::text AS "scripts"
-  FROM "Link" l
-  WHERE l."domain" = $1 AND l."slugKey" = $2`
+  FROM unnest($1::text[], $2::text[]) AS k("domain", "slugKey")
+  JOIN "Link" l ON l."domain" = k."domain" AND l."slugKey" = k."slugKey"`
 
-export async function loadRedirectView(database: Database, domain: string, slugKey: string): Promise<RedirectView | null> {
-  const rows = await database.query<ViewRow>(VIEW_SQL, [domain, slugKey])
-  return rows.length === 0 ? null : toView(rows[0])
+export interface ViewKey {
+  domain: string
+  slugKey: string
+}
+
+/** The key of a link in the caches and batches: `<domain>/<slugKey>` (a host has no "/"). */
+export const cacheKey = (domain: string, slugKey: string) => `${domain}/${slugKey}`
+
+/** The views of the links that exist among `keys`, by `<domain>/<slugKey>` (see cacheKey). */
+export async function loadRedirectViews(database: Database, keys: ViewKey[]): Promise<Map<string, RedirectView>> {
+  const rows = await database.query<ViewRow>(VIEWS_SQL, [keys.map((key) => key.domain), keys.map((key) => key.slugKey)])
+  return new Map(rows.map((row) => [cacheKey(row.domain, row.slugKey), toView(row)]))
+}
+
+/**
+ * Reads views in batches: the links asked for during one turn of the event loop (the requests whose bytes
+ * arrived together) are read with one statement. Under load that is one round trip, and its system calls, for
+ * several cold visits; alone, a visit waits for the end of the turn only.
+ */
+export function batchedViewReader(
+  readMany: (keys: ViewKey[]) => Promise<Map<string, RedirectView>>,
+  maxBatch = 64,
+): (domain: string, slugKey: string) => Promise<RedirectView | null> {
+  let pending: { key: ViewKey; resolve: (view: RedirectView | null) => void; reject: (error: unknown) => void }[] = []
+  const flush = () => {
+    const batch = pending
+    pending = []
+    if (batch.length === 0) return
+    readMany(batch.map((entry) => entry.key)).then(
+      (views) => {
+        for (const entry of batch) entry.resolve(views.get(cacheKey(entry.key.domain, entry.key.slugKey)) ?? null)
+      },
+      (error: unknown) => {
+        for (const entry of batch) entry.reject(error)
+      },
+    )
+  }
+  return (domain, slugKey) =>
+    new Promise((resolve, reject) => {
+      pending.push({ key: { domain, slugKey }, resolve, reject })
+      if (pending.length === 1) setImmediate(flush)
+      else if (pending.length >= maxBatch) flush()
+    })
 }
 
 const target = (url: string): Target => ({ url, location: headerSafeUrl(url) })

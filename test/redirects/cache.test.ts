@@ -6,7 +6,7 @@
 import t from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RedirectCache } from '../../src/redirects/redirect-cache.js'
-import type { RedirectView } from '../../src/redirects/redirect-view.js'
+import { batchedViewReader, cacheKey, type RedirectView } from '../../src/redirects/redirect-view.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { buildTestApp, client, type TestApp } from '../support/test-app.js'
 import { acmeWorkspace, visit } from './visit-support.js'
@@ -194,3 +194,24 @@ function json201(response: { statusCode: number; body: string; json(): any }) {
   if (response.statusCode !== 201) throw new Error(`${response.statusCode} ${response.body}`)
   return response.json()
 }
+
+t.test('the links asked for in one turn of the event loop are read with one statement', async (t) => {
+  const statements: string[][] = []
+  let failing = false
+  const read = batchedViewReader(async (keys) => {
+    statements.push(keys.map((key) => cacheKey(key.domain, key.slugKey)))
+    if (failing) throw new Error('database down')
+    return new Map(keys.filter((key) => key.slugKey !== 'missing').map((key) => [cacheKey(key.domain, key.slugKey), { uniq: 1 } as RedirectView]))
+  }, 3)
+  const views = await Promise.all([read('d', 'a'), read('d', 'missing'), read('e', 'a')])
+  t.same(statements, [['d/a', 'd/missing', 'e/a']])
+  t.same(views, [{ uniq: 1 }, null, { uniq: 1 }])
+
+  statements.length = 0
+  await Promise.all(['a', 'b', 'c', 'd', 'e'].map((slug) => read('d', slug)))
+  t.same(statements, [['d/a', 'd/b', 'd/c'], ['d/d', 'd/e']], 'at most maxBatch per statement')
+
+  failing = true
+  const results = await Promise.allSettled([read('d', 'x'), read('d', 'y')])
+  t.same(results.map((result) => result.status), ['rejected', 'rejected'], 'a failed statement fails each of its visits')
+})
