@@ -16,7 +16,9 @@ import { evaluate, isExpired, NOT_FOUND, type Answer } from './evaluate.js'
 import type { RedirectView } from './redirect-view.js'
 import { sendAnswer, sendPage, type AnswerExtras } from './respond.js'
 import { notFoundPage } from './pages/index.js'
+import { quietChildLogger } from './quiet-logger.js'
 import { requestHost } from './short-domains.js'
+import type { Visit } from './visits.js'
 
 const SLUG = new RegExp(`^[A-Za-z0-9_-]{1,${LIMITS.slug}}$`)
 const ROBOTS_TXT = 'User-agent: *\nAllow: /\n'
@@ -39,8 +41,9 @@ const COUNTER: Record<Answer['kind'], keyof VisitCounters> = {
 export default async function redirectRoutes(app: FastifyInstance, options: { countryHeader: string }) {
   const { redirects } = app
   const { counters, cookies, throttle } = redirects
-  // Registered in this plugin's scope only: the API keeps accepting JSON bodies alone.
+  // Both in this plugin's scope only: the API keeps accepting JSON bodies alone, and its request logs.
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT })
+  app.setChildLoggerFactory(quietChildLogger)
   const visitorRoute = { logLevel: 'warn', schema: { hide: true } } as const
 
   const shortHost = (request: FastifyRequest) => {
@@ -63,7 +66,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     counters[COUNTER[answer.kind]]++
     sendAnswer(reply, view, answer, extras)
     if ((answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial') && request.method !== 'HEAD') {
-      const visit = {
+      handOn({
         link: view.uniq,
         workspaceId: view.workspaceId,
         answer: answer.kind,
@@ -73,17 +76,27 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
         userAgent,
         referrer: request.headers.referer,
         address: request.ip,
-      }
-      // After the answer is written: nothing done for the visit's record delays the visitor.
-      setImmediate(() => {
-        try {
-          app.visits.record(visit)
-        } catch (error) {
-          request.log.error({ err: error }, 'redirects: recording a visit failed')
-        }
       })
     }
     return reply
+  }
+
+  // Visits are handed to app.visits after the answers are written (setImmediate runs once this turn of the event
+  // loop has sent them), all of one turn together: nothing done for their record delays a visitor.
+  let handingOn: Visit[] = []
+  function handOn(visit: Visit): void {
+    if (handingOn.push(visit) === 1) setImmediate(recordVisits)
+  }
+  function recordVisits(): void {
+    const visits = handingOn
+    handingOn = []
+    for (const visit of visits) {
+      try {
+        app.visits.record(visit)
+      } catch (error) {
+        app.log.error({ err: error }, 'redirects: recording a visit failed')
+      }
+    }
   }
 
   // A warm link is answered synchronously: no promise in between, and nothing returned (a returned reply

@@ -150,3 +150,18 @@ t.test('no log line per visit at info, a counter instead; API requests are still
   await logged.inject({ url: '/healthz', headers: { host: 'go.acme.test', 'user-agent': DESKTOP } })
   t.ok(lines.some((line) => line.req?.url === '/healthz'), 'the API keeps its request log')
 })
+
+t.test('a database that cannot be reached: 503, and an error line with the request id', async (t) => {
+  const lines: { level: number; msg: string; reqId?: string }[] = []
+  const unreachable = { ...database, query: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')) }
+  const { app: cut } = await buildTestApp(t, {
+    database: unreachable,
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+  })
+  await cut.redirects.domains.refresh()
+  const response = await visit(cut, '/summer', { headers: { 'x-request-id': 'visit-42' } })
+  t.equal(response.statusCode, 503)
+  t.equal(json(response).code, 'unavailable')
+  t.match(lines.filter((line) => line.level >= 50), [{ level: 50, reqId: 'visit-42', msg: 'request failed' }])
+  t.notOk(lines.some((line) => line.level < 40), 'still nothing below warn')
+})
