@@ -89,12 +89,13 @@ interface Run {
 interface Stats {
   cpuMicros: number
   rss: number
+  startRss: number
   maxRss: number
   reads: number
   counters: Record<string, number> | null
 }
 
-async function load(server: Server, seconds: number, overallRate?: number): Promise<Run> {
+async function load(server: Server, seconds: number, overallRate?: number, prefix = ''): Promise<Run> {
   const before = await ask<Stats>(server, 'stats')
   const result = await autocannon({
     url: `http://127.0.0.1:${server.port}`,
@@ -102,7 +103,7 @@ async function load(server: Server, seconds: number, overallRate?: number): Prom
     duration: seconds,
     overallRate,
     headers: { host: 'go.bench.test', 'user-agent': USER_AGENT },
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: nextPath() }) }],
+    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: prefix + nextPath() }) }],
   })
   const after = await ask<Stats>(server, 'stats')
   if (result.errors || result.timeouts || result['5xx'] || result['2xx']) {
@@ -121,12 +122,16 @@ async function load(server: Server, seconds: number, overallRate?: number): Prom
 const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]
 const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(8)
 
-/** Runs of the two servers in turn, so that whatever else loads the machine weighs on both alike; the median run of each. */
-async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number }) {
-  const runs: { bare: Run[]; service: Run[] } = { bare: [], service: [] }
+/**
+ * Runs of the targets in turn, so that whatever else loads the machine weighs on each alike; the median run of
+ * each. `fixed` is the service process answering its fixed 302 route (bench/redirect-server.ts).
+ */
+async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number; fixed: number }) {
+  const runs: Record<'bare' | 'service' | 'fixed', Run[]> = { bare: [], service: [], fixed: [] }
   for (let round = 0; round < ROUNDS; round++) {
     runs.bare.push(await load(bare, DURATION, overallRate?.bare))
     runs.service.push(await load(service, DURATION, overallRate?.service))
+    runs.fixed.push(await load(service, DURATION, overallRate?.fixed, '/fixed'))
   }
   const summary = (list: Run[]) => ({
     rps: median(list.map((run) => run.rps)),
@@ -135,7 +140,12 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     cpuPerRequest: median(list.map((run) => run.cpuPerRequest)),
     answered: list.reduce((sum, run) => sum + run.answered, 0),
   })
-  return { bare: summary(runs.bare), service: summary(runs.service), ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps) }
+  return {
+    bare: summary(runs.bare),
+    service: summary(runs.service),
+    fixed: summary(runs.fixed),
+    ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps),
+  }
 }
 
 async function main() {
@@ -162,13 +172,18 @@ async function main() {
   const readsBefore = (await ask<Stats>(service, 'stats')).reads
   const full = await alternate(bare, service)
   const afterFull = await ask<Stats>(service, 'stats')
-  const half = await alternate(bare, service, { bare: Math.floor(full.bare.rps / 2), service: Math.floor(full.service.rps / 2) })
+  const half = await alternate(bare, service, {
+    bare: Math.floor(full.bare.rps / 2),
+    service: Math.floor(full.service.rps / 2),
+    fixed: Math.floor(full.fixed.rps / 2),
+  })
   const stats = await ask<Stats>(service, 'stats')
 
   console.log('')
+  console.log('bare: a Fastify process answering a fixed 302; service: the redirects; fixed: the service process answering a fixed 302')
   console.log('              full rate (median run)                    half of its peak rate (median run)')
   console.log('              req/s    p50 ms    p99 ms  CPU µs/req       req/s    p50 ms    p99 ms')
-  for (const name of ['bare', 'service'] as const) {
+  for (const name of ['bare', 'service', 'fixed'] as const) {
     const f = full[name]
     const h = half[name]
     console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
@@ -180,8 +195,13 @@ async function main() {
     `service / bare by server CPU per request: ${((100 * full.bare.cpuPerRequest) / full.service.cpuPerRequest).toFixed(1)}% ` +
       '(the throughput ratio on a machine where each had its cores to itself)',
   )
+  console.log(
+    `redirects / the service's own fixed 302 route: ${((100 * full.service.rps) / full.fixed.rps).toFixed(1)}% throughput, ` +
+      `${((100 * full.fixed.cpuPerRequest) / full.service.cpuPerRequest).toFixed(1)}% by CPU per request (what the redirect's own work costs)`,
+  )
   console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
-  console.log(`service RSS: ${(stats.rss / 2 ** 20).toFixed(0)} MB now, ${(stats.maxRss / 2 ** 20).toFixed(0)} MB at most (target < 200 MB)`)
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
+  console.log(`service RSS: ${mb(stats.startRss)} once started, ${mb(stats.rss)} now, ${mb(stats.maxRss)} at most (target < 200 MB)`)
   console.log(
     `database reads per visit at full rate: ${((afterFull.reads - readsBefore) / full.service.answered).toFixed(3)} ` +
       `(expected about 0.10: 9% cold + 1% unknown); answers since start: ${JSON.stringify(afterFull.counters)}`,
