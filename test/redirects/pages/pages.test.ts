@@ -1,5 +1,5 @@
 /** Each visitor page: status, what the visitor reads, the meta tags, and its Content-Security-Policy. */
-import t from 'tap'
+import t, { type Test } from 'tap'
 import {
   crawlerPage,
   expiredPage,
@@ -23,7 +23,7 @@ const bare: PageLink = { title: null, description: null, image: null, favicon: n
 const nonceOf = (page: Page) => /'nonce-([^']+)'/.exec(page.csp)?.[1]
 
 /** What every page has: a doctype, UTF-8, a viewport for phones, a style allowed by the page's nonce. */
-function checkDocument(t: Tap.Test, page: Page) {
+function checkDocument(t: Test, page: Page) {
   t.match(page.html, /^<!doctype html>\n<html lang="en">/)
   t.equal(byTag(page.html, 'meta').find((m) => m.attrs.charset)?.attrs.charset, 'utf-8')
   t.equal(meta(page.html, 'viewport'), 'width=device-width, initial-scale=1')
