@@ -4,7 +4,7 @@
  */
 import { allow, baseDirectives, cspString, newNonce } from './csp.js'
 import { html, httpOrigin } from './html.js'
-import { displayUrl, documentHtml } from './layout.js'
+import { displayUrl, documentHtml, mark } from './layout.js'
 import type { Page, PageLink } from './types.js'
 
 export interface PasswordPageOptions {
@@ -22,7 +22,7 @@ export function passwordPage(link: PageLink, options: PasswordPageOptions): Page
   const nonce = newNonce()
   const error = options.status === 401 ? (options.error ?? 'That password is not right. Try again.') : null
   const body = html`<main>
-<div class="mark" aria-hidden="true">&#128274;</div>
+${mark('lock')}
 <h1>Password required</h1>
 <p><span class="host">${displayUrl(link.shortUrl)}</span> is protected. Enter its password to continue.</p>
 <form method="post" enctype="application/x-www-form-urlencoded">

@@ -1,6 +1,7 @@
 /** Deep linking: phoneOs on real User-Agent strings, and the app address for each app on iOS and Android. */
 import t from 'tap'
 import { appLinkFor, phoneOs } from '../../../src/redirects/pages/index.js'
+import { isAppUrl } from '../../../src/redirects/pages/deep-links.js'
 
 const USER_AGENTS: [string, string, 'ios' | 'android' | null][] = [
   ['iPhone Safari', 'Mozilla/5.0 (iPhone; CPU iPhone OS 17_5 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.5 Mobile/15E148 Safari/604.1', 'ios'],
@@ -53,6 +54,7 @@ for (const [app, destination, iosUrl, androidPackage] of APPS) {
       `intent://${web.host}${web.pathname}${web.search}#Intent;scheme=https;package=${androidPackage};S.browser_fallback_url=${encodeURIComponent(destination)};end`,
     )
     t.equal(fallbackOf(android.url), destination)
+    t.ok(isAppUrl(iosUrl) && isAppUrl(android.url), 'both are app addresses a page may link to')
   })
 }
 

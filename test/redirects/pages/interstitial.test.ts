@@ -175,6 +175,12 @@ t.test('deep link: the app link travels as data; the page says which app; the fa
   const { page, data } = render({ destination: appLink.fallback, appLink })
   t.same(data.appLink, appLink)
   t.equal(byTag(page.html, 'h1')[0].text, 'Opening YouTube…')
-  t.equal(byTag(page.html, 'a')[0].attrs.href, appLink.fallback)
+  t.same(byTag(page.html, 'a').map((a) => [a.text, a.attrs.href]), [
+    ['Open in the browser', appLink.fallback],
+    ['Open the app', appLink.url],
+  ], 'buttons for a visitor whose browser wants a tap before it opens an app')
   t.equal(render({ appLink: { ...appLink, fallback: 'javascript:alert(1)' } }).data.appLink, null, 'a fallback that is not http(s) is dropped')
+  for (const url of ['javascript:alert(1)', 'data:text/html,x', 'https://example.com/']) {
+    t.equal(render({ appLink: { ...appLink, url } }).data.appLink, null, `${url}: not an app address`)
+  }
 })
