@@ -17,6 +17,8 @@ import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limits.js'
 import redis from './plugins/redis.js'
 import validation from './plugins/validation.js'
+import redirects, { type RedirectPluginOptions } from './plugins/redirects.js'
+import redirectRoutes from './redirects/redirect-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
 export interface AppOptions {
@@ -30,6 +32,8 @@ export interface AppOptions {
   rateLimits?: RateLimitOptions
   /** Resolver, address restriction and cache overrides (tests); see src/plugins/autofill.ts. */
   autofill?: AutofillPluginOptions
+  /** Clock, random source, cache, Redis key prefix and visit recorder overrides (tests, benchmarks); see src/plugins/redirects.ts. */
+  redirects?: RedirectPluginOptions
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -69,14 +73,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
   await app.register(autofill, { config, autofill: options.autofill })
+  await app.register(redirects, { config, redirects: options.redirects })
   await app.register(openapi)
 
   await app.register(healthRoutes)
-  const links = { prisma: options.database.prisma, config, autofill: app.autofill }
+  // Visitors see a change to a link at once, on every instance.
+  const links = { prisma: options.database.prisma, config, autofill: app.autofill, onChange: app.redirects.linkChanged }
   await app.register(linkRoutes, { links })
   await app.register(linkReadRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })
-  await app.register(pixelRoutes, { prisma: options.database.prisma })
-  await app.register(scriptRoutes, { prisma: options.database.prisma })
+  await app.register(pixelRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  await app.register(scriptRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  await app.register(redirectRoutes, { countryHeader: config.countryHeader })
   return app
 }

@@ -1,0 +1,126 @@
+/**
+ * The redirect view of a link: the compact, read-only part of a link that the visitor side needs, read with
+ * one indexed query (the link by its unique (domain, slugKey), its pixels and, when enabled, its scripts'
+ * content) and kept in the in-process cache (redirect-cache.ts).
+ */
+import type { PrismaClient } from '../db/database.js'
+import { headerSafeUrl, type DestinationRules, type RotatorTarget, type Target } from './destination.js'
+
+export interface RedirectView extends DestinationRules {
+  uniq: number
+  workspaceId: number
+  domain: string
+  slug: string
+  title: string | null
+  description: string | null
+  image: string | null
+  favicon: string | null
+  showGDPR: boolean
+  deepLinkingEnable: boolean
+  masking: boolean
+  /** Milliseconds since the epoch; null when the link never expires. */
+  expiresAt: number | null
+  /** Where an expired link sends visitors (header-safe, see headerSafeUrl); null: the 410 page. */
+  expirationUrl: string | null
+  /** The scrypt hash when password protection is on, else null. */
+  passwordHash: string | null
+  pixels: { platform: string; value: string }[]
+  /** The content of the link's scripts, in the link's order; empty unless linkScriptEnable. */
+  scripts: { id: number; content: string }[]
+  /** A rough size in bytes, for the cache's memory bound. */
+  size: number
+}
+
+interface ViewRow {
+  uniq: number
+  workspaceId: number
+  domain: string
+  slug: string
+  url: string
+  title: string | null
+  description: string | null
+  image: string | null
+  favicon: string | null
+  geolocations: string
+  rotator: string
+  showGDPR: boolean
+  deepLinkingEnable: boolean
+  masking: boolean
+  expiresAt: number | null
+  expirationUrl: string | null
+  passwordHash: string | null
+  pixels: string
+  scripts: string
+}
+
+/**
+ * One statement for everything a visit may need. JSON columns and aggregates come back as text and are parsed
+ * here, so both database adapters give the same values; the expiry comes as epoch milliseconds (the column
+ * holds UTC without a zone). Scripts are read only when the link uses them (they can be 512 KiB each).
+ */
+export async function loadRedirectView(prisma: PrismaClient, domain: string, slugKey: string): Promise<RedirectView | null> {
+  const rows = await prisma.$queryRaw<ViewRow[]>`
+    SELECT l."uniq", l."workspaceId", l."domain", l."slug", l."url", l."title", l."description", l."image", l."favicon",
+      l."geolocations"::text AS "geolocations", l."linkRotator"::text AS "rotator",
+      l."showGDPR", l."deepLinkingEnable", l."masking",
+      CASE WHEN l."expirationEnable" THEN (extract(epoch FROM l."expiresAt") * 1000)::float8 END AS "expiresAt",
+      NULLIF(l."expirationUrl", '') AS "expirationUrl",
+      CASE WHEN l."passwordEnable" THEN l."passwordHash" END AS "passwordHash",
+      COALESCE((
+        SELECT json_agg(json_build_object('platform', p."platform", 'value', p."value") ORDER BY lp."position")
+        FROM "LinkPixel" lp JOIN "Pixel" p ON p."id" = lp."pixelId"
+        WHERE lp."linkUniq" = l."uniq"
+      ), '[]')::text AS "pixels",
+      CASE WHEN l."linkScriptEnable" AND jsonb_typeof(l."linkScripts") = 'array' THEN COALESCE((
+        SELECT json_agg(json_build_object('id', s."id", 'content', s."content") ORDER BY e."position")
+        FROM jsonb_array_elements_text(l."linkScripts") WITH ORDINALITY AS e("id", "position")
+        JOIN "Script" s ON s."id" = e."id"::int AND s."workspaceId" = l."workspaceId"
+      ), '[]') ELSE '[]' END::text AS "scripts"
+    FROM "Link" l
+    WHERE l."domain" = ${domain} AND l."slugKey" = ${slugKey}`
+  return rows.length === 0 ? null : toView(rows[0])
+}
+
+const target = (url: string): Target => ({ url, location: headerSafeUrl(url) })
+
+function toView(row: ViewRow): RedirectView {
+  const geolocations = new Map<string, Target>()
+  for (const rule of JSON.parse(row.geolocations) as { url: string; value: string }[]) {
+    // Stored upper case and unique; the first rule of a code wins should that ever change.
+    const code = rule.value.toUpperCase()
+    if (!geolocations.has(code)) geolocations.set(code, target(rule.url))
+  }
+  const rotator: RotatorTarget[] = (JSON.parse(row.rotator) as { url: string; value: number }[]).map((entry) => ({
+    ...target(entry.url),
+    weight: Number(entry.value),
+  }))
+  const pixels = JSON.parse(row.pixels) as RedirectView['pixels']
+  const scripts = JSON.parse(row.scripts) as RedirectView['scripts']
+  const text = [row.url, row.title, row.description, row.image, row.favicon, row.expirationUrl, row.passwordHash]
+  const size =
+    256 +
+    2 * (text.reduce((sum, value) => sum + (value?.length ?? 0), 0) + row.geolocations.length + row.rotator.length +
+      row.pixels.length + row.scripts.length)
+  return {
+    uniq: row.uniq,
+    workspaceId: row.workspaceId,
+    domain: row.domain,
+    slug: row.slug,
+    target: target(row.url),
+    geolocations,
+    rotator,
+    title: row.title,
+    description: row.description,
+    image: row.image,
+    favicon: row.favicon,
+    showGDPR: row.showGDPR,
+    deepLinkingEnable: row.deepLinkingEnable,
+    masking: row.masking,
+    expiresAt: row.expiresAt,
+    expirationUrl: row.expirationUrl === null ? null : headerSafeUrl(row.expirationUrl),
+    passwordHash: row.passwordHash,
+    pixels,
+    scripts,
+    size,
+  }
+}
