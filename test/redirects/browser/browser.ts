@@ -8,6 +8,8 @@ import { join } from 'node:path'
 import type { AddressInfo } from 'node:net'
 import Fastify, { type FastifyInstance } from 'fastify'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { buildTestApp } from '../../support/test-app.js'
+import { acmeWorkspace, SHORT_DOMAIN } from '../visit-support.js'
 
 export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 export const SCREENSHOTS = join(process.cwd(), 'test-artifacts', 'screenshots')
@@ -60,6 +62,8 @@ export interface Visit {
   dialogs: string[]
   /** Console messages and page errors. */
   console: string[]
+  /** Every request of the page, in order, whatever its scheme (an app's URL scheme too). */
+  requests: string[]
 }
 
 /** A fresh context (no cookies) and page, watched: third-party requests, dialogs, console. */
@@ -70,15 +74,20 @@ export async function openPage(
 ): Promise<Visit> {
   const context = await browser.newContext({
     viewport: options.viewport ?? PHONE,
-    userAgent: options.userAgent,
+    // Headless Chromium says "HeadlessChrome", which bot detection rightly takes for a crawler.
+    userAgent: options.userAgent ?? `Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/${browser.version()} Safari/537.36`,
     javaScriptEnabled: options.javaScriptEnabled ?? true,
     deviceScaleFactor: 1,
   })
-  const visit: Visit = { context, page: await context.newPage(), thirdParty: [], dialogs: [], console: [] }
+  const visit: Visit = { context, page: await context.newPage(), thirdParty: [], dialogs: [], console: [], requests: [] }
+  visit.page.on('request', (request) => visit.requests.push(request.url()))
   await context.route('**/*', (route) => {
     const url = new URL(route.request().url())
     if (localHosts.includes(url.hostname)) return route.continue()
     visit.thirdParty.push(url.href)
+    if (route.request().resourceType() === 'document') {
+      return route.fulfill({ status: 200, contentType: 'text/html', body: '<!doctype html><title>third party</title>' })
+    }
     return route.fulfill({ status: 200, contentType: 'application/javascript', body: '' })
   })
   visit.page.on('dialog', (dialog) => {
@@ -112,4 +121,27 @@ export async function startDestination(t: Teardown): Promise<{ server: FastifyIn
   await server.listen({ port: 0, host: '127.0.0.1' })
   t.teardown(() => server.close())
   return { server, port: (server.server.address() as AddressInfo).port, visits }
+}
+
+/**
+ * The real service listening on a loopback port, a workspace that owns go.acme.test, the destination site,
+ * and Chromium resolving both names to 127.0.0.1. Links point at `destination.url(path)`.
+ */
+export async function startVisitorSide(t: Teardown) {
+  const testApp = await buildTestApp(t)
+  const workspace = await acmeWorkspace(testApp)
+  await testApp.app.listen({ port: 0, host: '127.0.0.1' })
+  const port = (testApp.app.server.address() as AddressInfo).port
+  const destination = await startDestination(t)
+  const hosts = [SHORT_DOMAIN, 'example.test']
+  const browser = await launchBrowser(t, hosts)
+  return {
+    ...testApp,
+    ...workspace,
+    browser,
+    /** The short address of a slug as a browser opens it. */
+    short: (slug: string) => `http://${SHORT_DOMAIN}:${port}/${slug}`,
+    destination: { ...destination, url: (path: string) => `http://example.test:${destination.port}${path}` },
+    open: (options: Parameters<typeof openPage>[2] = {}) => openPage(browser, hosts, options),
+  }
 }
