@@ -60,7 +60,7 @@ export function interstitialPage(options: InterstitialOptions): Page {
 <h1>${heading}</h1>
 ${options.link.title ? html`<p>${title}</p>` : ''}
 ${appLink
-    ? html`<div class="actions"><a class="button secondary" href="${appLink.fallback}">Open in the browser</a><a class="button" href="${appLink.url}">Open the app</a></div>`
+    ? html`<div class="actions stack"><a class="button" href="${appLink.url}">Open the app</a><a class="button secondary" href="${appLink.fallback}">Continue in the browser</a></div>`
     : html`<p class="small">If nothing happens: ${continueLink}</p>`}
 </section>`
 
@@ -76,7 +76,7 @@ ${mark('shield')}
 <a class="button secondary" id="decline" href="${destination ?? ''}">Decline</a>
 <button class="button" id="accept" type="button" hidden>Accept</button>
 </div>
-<noscript><p class="small">JavaScript is off, so nothing can be loaded: Decline takes you on.</p></noscript>
+<noscript><p class="small note">JavaScript is off, so nothing can be loaded: Decline takes you on.</p></noscript>
 </section>`
     : ''
 

@@ -30,6 +30,9 @@ input[type=password]:focus { outline: 2px solid var(--accent); outline-offset: 1
   padding: .6rem 1rem; border-radius: 10px; font: inherit; font-weight: 600; text-decoration: none; cursor: pointer;
   border: 1px solid var(--accent); background: var(--accent); color: var(--accent-text); }
 .button.secondary { background: transparent; color: var(--accent); }
+.actions.stack { flex-direction: column; }
+.actions.stack .button { flex: 0 0 auto; }
+.note { margin-top: .75rem; }
 .error { color: var(--error); font-weight: 600; }
 .spinner { width: 1.6rem; height: 1.6rem; border-radius: 50%; border: 3px solid var(--line); border-top-color: var(--accent);
   animation: spin .8s linear infinite; margin-bottom: 1rem; }

@@ -176,8 +176,8 @@ t.test('deep link: the app link travels as data; the page says which app; the fa
   t.same(data.appLink, appLink)
   t.equal(byTag(page.html, 'h1')[0].text, 'Opening YouTube…')
   t.same(byTag(page.html, 'a').map((a) => [a.text, a.attrs.href]), [
-    ['Open in the browser', appLink.fallback],
     ['Open the app', appLink.url],
+    ['Continue in the browser', appLink.fallback],
   ], 'buttons for a visitor whose browser wants a tap before it opens an app')
   t.equal(render({ appLink: { ...appLink, fallback: 'javascript:alert(1)' } }).data.appLink, null, 'a fallback that is not http(s) is dropped')
   for (const url of ['javascript:alert(1)', 'data:text/html,x', 'https://example.com/']) {
