@@ -28,10 +28,14 @@ interface Teardown {
  * Chromium with `hosts` mapped to 127.0.0.1. A missing browser fails the test file with the way to install
  * it: these tests are never skipped silently.
  */
-export async function launchBrowser(t: Teardown, hosts: string[]): Promise<Browser> {
+export function requireChromium(): void {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`Chromium is missing at ${CHROMIUM}: install it with \`apt-get install -y chromium\` (or set CHROMIUM_PATH)`)
   }
+}
+
+export async function launchBrowser(t: Teardown, hosts: string[]): Promise<Browser> {
+  requireChromium()
   const rules = [...hosts.map((host) => `MAP ${host} 127.0.0.1`), 'MAP * ~NOTFOUND'].join(', ')
   // Playwright gives every launch a fresh temporary --user-data-dir of its own.
   const browser = await chromium.launch({
@@ -128,6 +132,7 @@ export async function startDestination(t: Teardown): Promise<{ server: FastifyIn
  * and Chromium resolving both names to 127.0.0.1. Links point at `destination.url(path)`.
  */
 export async function startVisitorSide(t: Teardown) {
+  requireChromium() // before anything else starts, so the file fails at once
   const testApp = await buildTestApp(t)
   const workspace = await acmeWorkspace(testApp)
   await testApp.app.listen({ port: 0, host: '127.0.0.1' })
