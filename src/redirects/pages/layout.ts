@@ -33,7 +33,7 @@ input[type=password]:focus { outline: 2px solid var(--accent); outline-offset: 1
 .actions.stack { flex-direction: column; }
 .actions.stack .button { flex: 0 0 auto; }
 .note { margin-top: .75rem; }
-.error { color: var(--error); font-weight: 600; }
+.error { color: var(--error); font-weight: 600; margin: .5rem 0 0; }
 .spinner { width: 1.6rem; height: 1.6rem; border-radius: 50%; border: 3px solid var(--line); border-top-color: var(--accent);
   animation: spin .8s linear infinite; margin-bottom: 1rem; }
 @keyframes spin { to { transform: rotate(360deg); } }
