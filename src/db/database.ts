@@ -12,6 +12,11 @@ export interface Database {
   prisma: PrismaClient
   /** `postgres` for a server reached through DATABASE_URL, `embedded` for PGlite. */
   kind: 'postgres' | 'embedded'
+  /**
+   * Plain SQL straight through the driver, for the few reads on the visitors' hot path: the same statement
+   * costs several times less CPU than through Prisma's client. Rows come as the driver parses them.
+   */
+  query<Row>(sql: string, params?: unknown[]): Promise<Row[]>
   /** True when the database answers a trivial query. */
   ping(): Promise<boolean>
   close(): Promise<void>
@@ -49,6 +54,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
   return {
     prisma,
     kind: 'postgres',
+    query: async <Row>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as Row[],
     ping: () => pingWith(prisma),
     async close() {
       await prisma.$disconnect()
@@ -73,6 +79,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
   return {
     prisma,
     kind: 'embedded',
+    query: async <Row>(sql: string, params: unknown[] = []) => (await client.query<Row>(sql, params)).rows,
     ping: () => pingWith(prisma),
     async close() {
       await prisma.$disconnect()

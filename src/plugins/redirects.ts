@@ -72,7 +72,7 @@ export default fp(
     const prisma = app.db.prisma
     const now = settings.now ?? Date.now
     const domains = new ShortDomains(prisma, config.reservedDomains, app.log, settings.domainsRefreshMs)
-    const cache = new RedirectCache((domain, key) => loadRedirectView(prisma, domain, key), settings.cache)
+    const cache = new RedirectCache((domain, key) => loadRedirectView(app.db, domain, key), settings.cache)
     const apply = (change: Change) => {
       if (change.keys) cache.invalidate(change.keys)
       if (change.workspaceId !== undefined) cache.invalidateWorkspace(change.workspaceId)

@@ -43,15 +43,16 @@ export class RedirectCache {
     private readonly read: (domain: string, slugKey: string) => Promise<RedirectView | null>,
     options: RedirectCacheOptions = {},
   ) {
-    const perf = options.now ? { now: options.now } : undefined
+    // An injected clock is read every time (lru-cache otherwise reuses a reading for 1 ms of real time).
+    const clock = options.now ? { perf: { now: options.now }, ttlResolution: 0 } : {}
     this.links = new LRUCache({
       max: options.maxEntries ?? 100_000,
       maxSize: options.maxBytes ?? 64 * 1024 * 1024,
       sizeCalculation: (view) => view.size,
       ttl: options.ttlMs ?? LINK_TTL_MS,
-      perf,
+      ...clock,
     })
-    this.missing = new LRUCache({ max: options.maxMissing ?? 20_000, ttl: options.missingTtlMs ?? MISSING_TTL_MS, perf })
+    this.missing = new LRUCache({ max: options.maxMissing ?? 20_000, ttl: options.missingTtlMs ?? MISSING_TTL_MS, ...clock })
   }
 
   /**

@@ -3,7 +3,7 @@
  * one indexed query (the link by its unique (domain, slugKey), its pixels and, when enabled, its scripts'
  * content) and kept in the in-process cache (redirect-cache.ts).
  */
-import type { PrismaClient } from '../db/database.js'
+import type { Database } from '../db/database.js'
 import { headerSafeUrl, type DestinationRules, type RotatorTarget, type Target } from './destination.js'
 
 export interface RedirectView extends DestinationRules {
@@ -54,30 +54,33 @@ interface ViewRow {
 }
 
 /**
- * One statement for everything a visit may need. JSON columns and aggregates come back as text and are parsed
- * here, so both database adapters give the same values; the expiry comes as epoch milliseconds (the column
- * holds UTC without a zone). Scripts are read only when the link uses them (they can be 512 KiB each).
+ * One statement for everything a visit may need, sent through the driver (Database.query), not Prisma. JSON
+ * columns and aggregates come back as text and are parsed here, so both drivers give the same values; the
+ * expiry comes as epoch milliseconds (the column holds UTC without a zone). Scripts are read only when the link
+ * uses them (they can be 64 KiB each).
  */
-export async function loadRedirectView(prisma: PrismaClient, domain: string, slugKey: string): Promise<RedirectView | null> {
-  const rows = await prisma.$queryRaw<ViewRow[]>`
-    SELECT l."uniq", l."workspaceId", l."domain", l."slug", l."url", l."title", l."description", l."image", l."favicon",
-      l."geolocations"::text AS "geolocations", l."linkRotator"::text AS "rotator",
-      l."showGDPR", l."deepLinkingEnable", l."masking",
-      CASE WHEN l."expirationEnable" THEN (extract(epoch FROM l."expiresAt") * 1000)::float8 END AS "expiresAt",
-      NULLIF(l."expirationUrl", '') AS "expirationUrl",
-      CASE WHEN l."passwordEnable" THEN l."passwordHash" END AS "passwordHash",
-      COALESCE((
-        SELECT json_agg(json_build_object('platform', p."platform", 'value', p."value") ORDER BY lp."position")
-        FROM "LinkPixel" lp JOIN "Pixel" p ON p."id" = lp."pixelId"
-        WHERE lp."linkUniq" = l."uniq"
-      ), '[]')::text AS "pixels",
-      CASE WHEN l."linkScriptEnable" AND jsonb_typeof(l."linkScripts") = 'array' THEN COALESCE((
-        SELECT json_agg(json_build_object('id', s."id", 'content', s."content") ORDER BY e."position")
-        FROM jsonb_array_elements_text(l."linkScripts") WITH ORDINALITY AS e("id", "position")
-        JOIN "Script" s ON s."id" = e."id"::int AND s."workspaceId" = l."workspaceId"
-      ), '[]') ELSE '[]' END::text AS "scripts"
-    FROM "Link" l
-    WHERE l."domain" = ${domain} AND l."slugKey" = ${slugKey}`
+const VIEW_SQL = `
+  SELECT l."uniq", l."workspaceId", l."domain", l."slug", l."url", l."title", l."description", l."image", l."favicon",
+    l."geolocations"::text AS "geolocations", l."linkRotator"::text AS "rotator",
+    l."showGDPR", l."deepLinkingEnable", l."masking",
+    CASE WHEN l."expirationEnable" THEN (extract(epoch FROM l."expiresAt") * 1000)::float8 END AS "expiresAt",
+    NULLIF(l."expirationUrl", '') AS "expirationUrl",
+    CASE WHEN l."passwordEnable" THEN l."passwordHash" END AS "passwordHash",
+    COALESCE((
+      SELECT json_agg(json_build_object('platform', p."platform", 'value', p."value") ORDER BY lp."position")
+      FROM "LinkPixel" lp JOIN "Pixel" p ON p."id" = lp."pixelId"
+      WHERE lp."linkUniq" = l."uniq"
+    ), '[]')::text AS "pixels",
+    CASE WHEN l."linkScriptEnable" AND jsonb_typeof(l."linkScripts") = 'array' THEN COALESCE((
+      SELECT json_agg(json_build_object('id', s."id", 'content', s."content") ORDER BY e."position")
+      FROM jsonb_array_elements_text(l."linkScripts") WITH ORDINALITY AS e("id", "position")
+      JOIN "Script" s ON s."id" = e."id"::int AND s."workspaceId" = l."workspaceId"
+    ), '[]') ELSE '[]' END::text AS "scripts"
+  FROM "Link" l
+  WHERE l."domain" = $1 AND l."slugKey" = $2`
+
+export async function loadRedirectView(database: Database, domain: string, slugKey: string): Promise<RedirectView | null> {
+  const rows = await database.query<ViewRow>(VIEW_SQL, [domain, slugKey])
   return rows.length === 0 ? null : toView(rows[0])
 }
 
