@@ -28,8 +28,13 @@ export function allow(directives: Record<string, Set<string>>, extra: Directives
   }
 }
 
+const ORDER = ['default-src', 'script-src', 'style-src', 'img-src', 'font-src', 'connect-src', 'frame-src', 'form-action', 'base-uri', 'frame-ancestors']
+const rank = (name: string) => (ORDER.includes(name) ? ORDER.indexOf(name) : ORDER.length)
+
+/** "default-src 'none'; script-src …; …" in a fixed order, so a policy reads the same way on every page. */
 export function cspString(directives: Record<string, Set<string>>): string {
   return Object.entries(directives)
+    .sort(([a], [b]) => rank(a) - rank(b))
     .filter(([, sources]) => sources.size > 0)
     .map(([name, sources]) => `${name} ${[...sources].join(' ')}`)
     .join('; ')

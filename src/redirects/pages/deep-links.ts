@@ -118,6 +118,14 @@ const APPS: App[] = [
   },
 ]
 
+const APP_SCHEMES = ['youtube', 'instagram', 'fb', 'twitter', 'linkedin', 'snssdk1233', 'spotify', 'com.amazon.mobile.shopping.web', 'intent']
+
+/** Whether a URL is one of the app addresses appLinkFor makes: the only non-http(s) URLs a page may link to. */
+export function isAppUrl(url: string): boolean {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1].toLowerCase()
+  return scheme !== undefined && APP_SCHEMES.includes(scheme)
+}
+
 export function appLinkFor(destination: string, os: PhoneOs): AppLink | null {
   let url: URL
   try {

@@ -6,7 +6,7 @@
  */
 export type { AppLink, InterstitialOptions, Page, PageLink, PhoneOs } from './types.js'
 export { notFoundPage, expiredPage } from './status-pages.js'
-export { passwordPage } from './password-page.js'
+export { passwordPage, type PasswordPageOptions } from './password-page.js'
 export { crawlerPage } from './crawler-page.js'
 export { maskingPage } from './masking-page.js'
 export { interstitialPage } from './interstitial-page.js'

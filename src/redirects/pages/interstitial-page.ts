@@ -10,8 +10,9 @@
  */
 import { allow, baseDirectives, cspString, newNonce } from './csp.js'
 import { html, httpUrl, jsonScript, raw } from './html.js'
+import { isAppUrl } from './deep-links.js'
 import { INTERSTITIAL_SCRIPT } from './interstitial-runtime.js'
-import { displayUrl, documentHtml } from './layout.js'
+import { displayUrl, documentHtml, mark } from './layout.js'
 import { PIXEL_TAGS, pixelsByPlatform } from './pixel-tags.js'
 import type { InterstitialOptions, Page } from './types.js'
 
@@ -28,7 +29,10 @@ export function interstitialPage(options: InterstitialOptions): Page {
   const scripts = options.scripts
     .filter((script) => script.content.trim() !== '')
     .map((script) => ({ kind: snippetKind(script.content), content: script.content }))
-  const appLink = options.appLink && httpUrl(options.appLink.fallback) ? options.appLink : null
+  // Only an app address of ours with an http(s) fallback: a page never links to javascript: or the like.
+  const given = options.appLink
+  const fallback = given ? httpUrl(given.fallback) : null
+  const appLink = given && fallback && isAppUrl(given.url) ? { app: given.app, url: given.url, fallback } : null
   const data = { destination, consent: options.showGDPR, pixels, scripts, appLink }
 
   const directives = baseDirectives(nonce)
@@ -48,18 +52,21 @@ export function interstitialPage(options: InterstitialOptions): Page {
   const host = destination ? new URL(destination).host : ''
   const title = options.link.title || displayUrl(options.link.shortUrl)
   const heading = appLink ? `Opening ${appLink.app}…` : `Taking you to ${host}…`
-  const continueLink = destination ? html`<a href="${appLink ? appLink.fallback : destination}">Continue to ${host}</a>` : ''
+  const continueLink = destination ? html`<a href="${destination}">Continue to ${host}</a>` : ''
   const platformNames = groups.map(({ platform }) => PIXEL_TAGS[platform].name)
 
   const progress = html`<section id="progress"${options.showGDPR ? raw(' hidden') : ''}>
 <div class="spinner" aria-hidden="true"></div>
 <h1>${heading}</h1>
 ${options.link.title ? html`<p>${title}</p>` : ''}
-<p class="small">Not moving? ${continueLink}</p>
+${appLink
+    ? html`<div class="actions stack"><a class="button" href="${appLink.url}">Open the app</a><a class="button secondary" href="${appLink.fallback}">Continue in the browser</a></div>`
+    : html`<p class="small">If nothing happens: ${continueLink}</p>`}
 </section>`
 
   const consent = options.showGDPR
     ? html`<section id="consent" aria-labelledby="consent-title">
+${mark('shield')}
 <h1 id="consent-title">Before you continue</h1>
 <p>This link would like to use cookies and similar technologies to measure visits${
         platformNames.length ? html` (${platformNames.join(', ')})` : ''
@@ -69,7 +76,7 @@ ${options.link.title ? html`<p>${title}</p>` : ''}
 <a class="button secondary" id="decline" href="${destination ?? ''}">Decline</a>
 <button class="button" id="accept" type="button" hidden>Accept</button>
 </div>
-<noscript><p class="small">JavaScript is off, so nothing can be loaded: Decline takes you on.</p></noscript>
+<noscript><p class="small note">JavaScript is off, so nothing can be loaded: Decline takes you on.</p></noscript>
 </section>`
     : ''
 

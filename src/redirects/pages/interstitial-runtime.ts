@@ -31,7 +31,10 @@ function leave() {
   if (left) return;
   left = true;
   var app = data.appLink;
-  if (!app) return w.location.replace(data.destination);
+  if (!app) {
+    if (data.destination) w.location.replace(data.destination);
+    return;
+  }
   var tried = Date.now();
   w.location.href = app.url;
   // Still here and not backgrounded by the app: the app is not installed, so the web address it is.

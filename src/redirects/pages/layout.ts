@@ -16,8 +16,9 @@ main { width: 100%; max-width: 26rem; background: var(--card); border: 1px solid
 h1 { font-size: 1.3rem; line-height: 1.3; margin: 0 0 .5rem; overflow-wrap: anywhere; }
 p { margin: 0 0 1rem; color: var(--muted); overflow-wrap: anywhere; }
 p:last-child { margin-bottom: 0; }
-.mark { width: 2.5rem; height: 2.5rem; border-radius: 50%; display: flex; align-items: center; justify-content: center;
-  background: var(--bg); color: var(--muted); font-weight: 700; margin-bottom: 1rem; }
+.mark { width: 2.75rem; height: 2.75rem; border-radius: 50%; display: flex; align-items: center; justify-content: center;
+  background: var(--bg); color: var(--accent); margin-bottom: 1rem; }
+.mark svg { width: 1.4rem; height: 1.4rem; }
 .host { color: var(--text); font-weight: 600; }
 a { color: var(--accent); }
 label { display: block; font-weight: 600; margin-bottom: .35rem; }
@@ -29,7 +30,10 @@ input[type=password]:focus { outline: 2px solid var(--accent); outline-offset: 1
   padding: .6rem 1rem; border-radius: 10px; font: inherit; font-weight: 600; text-decoration: none; cursor: pointer;
   border: 1px solid var(--accent); background: var(--accent); color: var(--accent-text); }
 .button.secondary { background: transparent; color: var(--accent); }
-.error { color: var(--error); font-weight: 600; }
+.actions.stack { flex-direction: column; }
+.actions.stack .button { flex: 0 0 auto; }
+.note { margin-top: .75rem; }
+.error { color: var(--error); font-weight: 600; margin: .5rem 0 0; }
 .spinner { width: 1.6rem; height: 1.6rem; border-radius: 50%; border: 3px solid var(--line); border-top-color: var(--accent);
   animation: spin .8s linear infinite; margin-bottom: 1rem; }
 @keyframes spin { to { transform: rotate(360deg); } }
@@ -37,6 +41,18 @@ input[type=password]:focus { outline: 2px solid var(--accent); outline-offset: 1
 .small { font-size: .875rem; }
 [hidden] { display: none !important; }
 `
+
+const ICON_PATHS = {
+  lock: '<rect x="5" y="11" width="14" height="10" rx="2"/><path d="M8 11V7a4 4 0 0 1 8 0v4"/>',
+  question: '<circle cx="12" cy="12" r="10"/><path d="M9.1 9a3 3 0 0 1 5.8 1c0 2-3 3-3 3"/><path d="M12 17h.01"/>',
+  clock: '<circle cx="12" cy="12" r="10"/><path d="M12 6v6l4 2"/>',
+  shield: '<path d="M12 22s8-4 8-10V5l-8-3-8 3v7c0 6 8 10 8 10z"/><path d="m9 12 2 2 4-4"/>',
+}
+
+/** A round badge with a line icon (inline SVG: no request, nothing for the CSP to allow). */
+export function mark(icon: keyof typeof ICON_PATHS): SafeHtml {
+  return raw(`<div class="mark" aria-hidden="true"><svg viewBox="0 0 24 24" fill="none" stroke="currentColor" stroke-width="2" stroke-linecap="round" stroke-linejoin="round">${ICON_PATHS[icon]}</svg></div>`)
+}
 
 export interface DocumentParts {
   nonce: string

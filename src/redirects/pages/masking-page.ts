@@ -22,7 +22,7 @@ export function maskingPage(link: PageLink, destination: string): Page {
   if (frameOrigin) allow(directives, { 'frame-src': [frameOrigin] })
   const faviconOrigin = httpOrigin(favicon)
   if (faviconOrigin) allow(directives, { 'img-src': [faviconOrigin] })
-  const body = src ? html`<iframe src="${src}" title="${title}" allow="fullscreen; clipboard-write" allowfullscreen></iframe>` : ''
+  const body = src ? html`<iframe src="${src}" title="${title}" allow="fullscreen; clipboard-write"></iframe>` : ''
   const page = documentHtml({ nonce, title, icon: favicon, head: previewMeta(link), body, style: FRAME_STYLE })
   return { status: 200, html: page, csp: cspString(directives) }
 }

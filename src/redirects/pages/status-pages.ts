@@ -1,13 +1,13 @@
 /** The 404 and 410 pages: a sentence for the visitor, nothing loaded. */
 import { baseDirectives, cspString, newNonce } from './csp.js'
 import { html } from './html.js'
-import { documentHtml } from './layout.js'
+import { documentHtml, mark } from './layout.js'
 import type { Page } from './types.js'
 
-function messagePage(status: number, mark: string, heading: string, text: string): Page {
+function messagePage(status: number, icon: 'question' | 'clock', heading: string, text: string): Page {
   const nonce = newNonce()
   const body = html`<main>
-<div class="mark" aria-hidden="true">${mark}</div>
+${mark(icon)}
 <h1>${heading}</h1>
 <p>${text}</p>
 </main>`
@@ -15,9 +15,9 @@ function messagePage(status: number, mark: string, heading: string, text: string
 }
 
 export function notFoundPage(): Page {
-  return messagePage(404, '?', 'Link not found', 'This short link does not exist or has been removed. Check the address and try again.')
+  return messagePage(404, 'question', 'Link not found', 'This short link does not exist or has been removed. Check the address and try again.')
 }
 
 export function expiredPage(): Page {
-  return messagePage(410, '!', 'This link has expired', 'The short link you followed is no longer active.')
+  return messagePage(410, 'clock', 'This link has expired', 'The short link you followed is no longer active.')
 }
