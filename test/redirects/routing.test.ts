@@ -165,3 +165,16 @@ t.test('a database that cannot be reached: 503, and an error line with the reque
   t.match(lines.filter((line) => line.level >= 50), [{ level: 50, reqId: 'visit-42', msg: 'request failed' }])
   t.notOk(lines.some((line) => line.level < 40), 'still nothing below warn')
 })
+
+t.test('the password form\'s body type is the visitor routes\' only: the API does not parse it', async (t) => {
+  // The API's body routes refuse anything but JSON in onRequest; a DELETE has no such guard, so it shows
+  // whether a form parser reached the API's scope.
+  const created = await link({ id: 'form-delete' })
+  const response = await app.inject({
+    method: 'DELETE', url: `/v1/links/${created.uniq}`,
+    headers: { host: 'go.acme.test', 'api-authorization': token, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'a=b',
+  })
+  t.equal(response.statusCode, 415)
+  t.equal(json(response).code, 'unsupported_media_type')
+})
