@@ -73,8 +73,9 @@ export const slugTaken = (domain: string, slug: string) =>
 export const payloadTooLarge = (limit: number) =>
   new AppError(413, 'payload_too_large', `The body is larger than ${limit} bytes`)
 
-export const unsupportedMediaType = () =>
-  new AppError(415, 'unsupported_media_type', 'The body must be sent as Content-Type: application/json')
+/** `type`: what the route takes (the API takes JSON; the password form of a protected link, a form). */
+export const unsupportedMediaType = (type = 'application/json') =>
+  new AppError(415, 'unsupported_media_type', `The body must be sent as Content-Type: ${type}`)
 
 export const tooManyRequests = (detail: string, retryAfterSeconds: number) =>
   new AppError(429, 'rate_limited', detail, undefined, { 'retry-after': String(retryAfterSeconds) })

@@ -50,7 +50,7 @@ export interface Redirects {
   readonly counters: VisitCounters
   readonly now: () => number
   readonly random: () => number
-  /** The view of a link: from the cache, or read (and kept). Undefined-free: null means no such link. */
+  /** The view of a link (null: no such link), from the cache at once, else read from the database and kept. */
   lookup(host: string, slug: string): RedirectView | null | Promise<RedirectView | null>
   /** A link was created, updated or deleted: every instance forgets what it had of it. */
   linkChanged(link: { domain: string; slug: string }): void

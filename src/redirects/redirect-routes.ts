@@ -7,7 +7,7 @@
 import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { LIMITS } from '../../schemas/link.js'
-import { AppError, notFound } from '../errors/app-error.js'
+import { notFound, unsupportedMediaType } from '../errors/app-error.js'
 import { verifyPassword } from '../links/password.js'
 import { sendProblem } from '../plugins/errors.js'
 import type { VisitCounters } from '../plugins/redirects.js'
@@ -53,7 +53,12 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
   const notARoute = (reply: FastifyReply) => sendProblem(reply, notFound('route'))
 
   /** Sends the answer of a known (or unknown) link and, once sent, hands a visit that reached its destination on. */
-  function answerVisit(request: FastifyRequest, reply: FastifyReply, view: RedirectView | null, extras: AnswerExtras & { unlocked?: boolean } = {}) {
+  function answerVisit(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    view: RedirectView | null,
+    extras: AnswerExtras & { unlocked?: boolean } = {},
+  ) {
     if (view === null) {
       counters.notFound++
       return sendAnswer(reply, null, NOT_FOUND)
@@ -61,8 +66,11 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     const userAgent = request.headers['user-agent']
     const country = visitorCountry(request.headers[options.countryHeader])
     const queryAt = request.url.indexOf('?')
-    const unlocked = extras.unlocked ?? (view.passwordHash === null || cookies.allows(view as { uniq: number; passwordHash: string }, request.headers.cookie))
-    const answer = evaluate(view, { userAgent, country, query: queryAt === -1 ? '' : request.url.slice(queryAt + 1), unlocked }, redirects.now(), redirects.random)
+    const query = queryAt === -1 ? '' : request.url.slice(queryAt + 1)
+    const unlocked =
+      extras.unlocked ??
+      (view.passwordHash === null || cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie))
+    const answer = evaluate(view, { userAgent, country, query, unlocked }, redirects.now(), redirects.random)
     counters[COUNTER[answer.kind]]++
     sendAnswer(reply, view, answer, extras)
     if ((answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial') && request.method !== 'HEAD') {
@@ -121,7 +129,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       onRequest: async (request, reply) => {
         if (shortHost(request) === null) return notARoute(reply)
         if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
-          throw new AppError(415, 'unsupported_media_type', 'The password form is sent as application/x-www-form-urlencoded')
+          throw unsupportedMediaType('application/x-www-form-urlencoded')
         }
       },
     },

@@ -131,6 +131,7 @@ t.test('what the form address does with other posts', async (t) => {
   })
   t.equal(asJson.statusCode, 415)
   t.equal(json(asJson).code, 'unsupported_media_type')
+  t.match(json(asJson).detail, /application\/x-www-form-urlencoded/)
   const tooLarge = await postPassword(app, '/posts', 'x'.repeat(5000))
   t.equal(tooLarge.statusCode, 413)
   t.equal((await postPassword(app, '/posts', 'x'.repeat(129))).statusCode, 401, 'longer than any password: wrong')
