@@ -81,6 +81,7 @@ try {
   const db: Database = {
     prisma,
     kind: 'postgres',
+    query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
     ping: async () => true,
     close: async () => {
       await prisma.$disconnect()

@@ -19,6 +19,8 @@ import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limits.js'
 import redis from './plugins/redis.js'
 import validation from './plugins/validation.js'
+import redirects, { type RedirectPluginOptions } from './plugins/redirects.js'
+import redirectRoutes from './redirects/redirect-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
 export interface AppOptions {
@@ -35,6 +37,8 @@ export interface AppOptions {
   /** Shorter server timeouts and drain (tests); see src/plugins/http-server.ts and graceful-close.ts. */
   httpTimeouts?: Partial<HttpTimeouts>
   drain?: Partial<DrainOptions>
+  /** Clock, random source, cache, Redis key prefix and visit recorder overrides (tests, benchmarks); see src/plugins/redirects.ts. */
+  redirects?: RedirectPluginOptions
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -64,8 +68,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Requests that arrive while the app closes get graceful-close's 503, which is problem+json.
     return503OnClosing: false,
   })
-  app.addHook('onRequest', async (request, reply) => {
+  // A callback hook, not an async one: it runs on every request, visits included, and a promise costs more.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    done()
   })
 
   await app.register(errors)
@@ -78,14 +84,17 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
   await app.register(autofill, { config, autofill: options.autofill })
+  await app.register(redirects, { config, redirects: options.redirects })
   await app.register(openapi)
 
   await app.register(healthRoutes)
-  const links = { prisma: options.database.prisma, config, autofill: app.autofill }
+  // Visitors see a change to a link at once, on every instance.
+  const links = { prisma: options.database.prisma, config, autofill: app.autofill, onChange: app.redirects.linkChanged }
   await app.register(linkRoutes, { links })
   await app.register(linkReadRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })
-  await app.register(pixelRoutes, { prisma: options.database.prisma })
-  await app.register(scriptRoutes, { prisma: options.database.prisma })
+  await app.register(pixelRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  await app.register(scriptRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  await app.register(redirectRoutes, { countryHeader: config.countryHeader })
   return app
 }

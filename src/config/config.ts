@@ -22,6 +22,7 @@ const EnvSchema = Type.Object({
   AUTOFILL_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 52428800, default: 1048576 }),
   AUTOFILL_ALLOW_PRIVATE: Type.Boolean({ default: false }),
   RATE_LIMIT_ON_REDIS_ERROR: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], default: 'allow' }),
+  COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32 })),
 })
 
 type Env = Static<typeof EnvSchema>
@@ -40,6 +41,8 @@ export interface Config {
   countryHeader: string
   autofill: { timeoutMs: number; maxBytes: number; allowPrivate: boolean }
   rateLimitOnRedisError: 'allow' | 'deny'
+  /** Key of the password cookies' signatures; undefined: a random key of this process (src/redirects/password-cookie.ts). */
+  cookieSecret?: string
 }
 
 export class ConfigError extends Error {
@@ -125,5 +128,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       allowPrivate: parsed.AUTOFILL_ALLOW_PRIVATE,
     },
     rateLimitOnRedisError: parsed.RATE_LIMIT_ON_REDIS_ERROR,
+    cookieSecret: parsed.COOKIE_SECRET,
   }
 }

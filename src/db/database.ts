@@ -12,6 +12,12 @@ export interface Database {
   prisma: PrismaClient
   /** `postgres` for a server reached through DATABASE_URL, `embedded` for PGlite. */
   kind: 'postgres' | 'embedded'
+  /**
+   * Plain SQL straight through the driver, for the few reads on the visitors' hot path: the same statement
+   * costs several times less CPU than through Prisma's client. Rows come as the driver parses them. A `name`
+   * makes it a prepared statement on PostgreSQL (parsed and planned once per connection).
+   */
+  query<Row>(sql: string, params?: unknown[], name?: string): Promise<Row[]>
   /** True when the database answers a trivial query. */
   ping(): Promise<boolean>
   close(): Promise<void>
@@ -62,6 +68,8 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
   return {
     prisma,
     kind: 'postgres',
+    query: async <Row>(sql: string, params: unknown[] = [], name?: string) =>
+      (await pool.query({ text: sql, values: params, name })).rows as Row[],
     ping: () => pingWith(prisma),
     async close() {
       await prisma.$disconnect()
@@ -86,6 +94,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
   return {
     prisma,
     kind: 'embedded',
+    query: async <Row>(sql: string, params: unknown[] = []) => (await client.query<Row>(sql, params)).rows,
     ping: () => pingWith(prisma),
     async close() {
       await prisma.$disconnect()

@@ -16,6 +16,8 @@ export interface LinkServiceContext {
   prisma: PrismaClient
   config: Config
   autofill: Autofill
+  /** Told of every link created, updated or deleted (the visitor side's cache forgets it). */
+  onChange?: (link: { domain: string; slug: string }) => void
 }
 
 /** A stored link and what autofill did to it (the X-Autofill header). */
@@ -50,7 +52,10 @@ export async function createLink(
   // Outside any transaction: a fetch may take the whole AUTOFILL_TIMEOUT_MS.
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(settings.url, settings)
   Object.assign(settings, autofill.filled)
-  return { link: await insertWithSlug(context, caller, domain, link.id, settings), autofill }
+  const stored = await insertWithSlug(context, caller, domain, link.id, settings)
+  // A visitor may have been told moments ago that this address does not exist.
+  context.onChange?.(stored)
+  return { link: stored, autofill }
 }
 
 /** Stores the link at `slug`, or at a fresh random slug when none is given. */
@@ -143,5 +148,6 @@ export async function updateLinkFields(
     throw folderGone(error) ?? error
   }
   if (!updated) throw notFound()
+  context.onChange?.(updated)
   return { link: updated, autofill }
 }

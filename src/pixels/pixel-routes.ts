@@ -24,7 +24,7 @@ const problems = {
   },
 }
 
-export default async function pixelRoutes(app: FastifyInstance, options: { prisma: PrismaClient }) {
+export default async function pixelRoutes(app: FastifyInstance, options: { prisma: PrismaClient; onChange?: (workspaceId: number) => void }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
   const { prisma } = options
   const common = { tags: ['pixels'], security: [{ apiToken: [] }] }
@@ -82,7 +82,12 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
         },
       },
     },
-    async (request) => toPixelRecord(await updatePixel(prisma, request.caller, request.params.uuid, request.body)),
+    async (request) => {
+      const pixel = await updatePixel(prisma, request.caller, request.params.uuid, request.body)
+      // The links that use it load the changed tag for visitors.
+      options.onChange?.(request.caller.workspaceId)
+      return toPixelRecord(pixel)
+    },
   )
 
   api.delete(
@@ -103,6 +108,7 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
     },
     async (request, reply) => {
       await deletePixel(prisma, request.caller, request.params.uuid)
+      options.onChange?.(request.caller.workspaceId)
       return reply.code(204).send()
     },
   )

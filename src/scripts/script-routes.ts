@@ -35,7 +35,7 @@ const problems = {
   tooLarge: { description: 'payload_too_large: body over 512 KiB', examples: [payloadTooLarge(SCRIPT_BODY_LIMIT)] },
 }
 
-export default async function scriptRoutes(app: FastifyInstance, options: { prisma: PrismaClient }) {
+export default async function scriptRoutes(app: FastifyInstance, options: { prisma: PrismaClient; onChange?: (workspaceId: number) => void }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
   const { prisma } = options
   const common = { tags: ['scripts'], security: [{ apiToken: [] }] }
@@ -113,7 +113,12 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
         },
       },
     },
-    async (request) => toScriptRecord(await updateScript(prisma, request.caller, request.params.id, request.body)),
+    async (request) => {
+      const script = await updateScript(prisma, request.caller, request.params.id, request.body)
+      // The links that attach it show its new content to visitors.
+      options.onChange?.(request.caller.workspaceId)
+      return toScriptRecord(script)
+    },
   )
 
   api.delete(
@@ -134,6 +139,7 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
     },
     async (request, reply) => {
       await deleteScript(prisma, request.caller, request.params.id)
+      options.onChange?.(request.caller.workspaceId)
       return reply.code(204).send()
     },
   )

@@ -16,7 +16,9 @@ t.test('defaults', async (t) => {
     countryHeader: 'cf-ipcountry',
     autofill: { timeoutMs: 3000, maxBytes: 1048576, allowPrivate: false },
     rateLimitOnRedisError: 'allow',
+    cookieSecret: undefined,
   })
+  t.equal(loadConfig({ COOKIE_SECRET: 'x'.repeat(32) }).cookieSecret, 'x'.repeat(32))
 })
 
 t.test('values are parsed and normalised', async (t) => {
@@ -56,6 +58,7 @@ t.test('an invalid value stops the start with a message naming the variable', as
     [{ AUTOFILL_MAX_BYTES: 'lots' }, /AUTOFILL_MAX_BYTES/],
     [{ AUTOFILL_ALLOW_PRIVATE: 'maybe' }, /AUTOFILL_ALLOW_PRIVATE/],
     [{ RATE_LIMIT_ON_REDIS_ERROR: 'ignore' }, /RATE_LIMIT_ON_REDIS_ERROR/],
+    [{ COOKIE_SECRET: 'too short' }, /COOKIE_SECRET/],
     [{ DEFAULT_DOMAIN: 'not a host!' }, /DEFAULT_DOMAIN/],
     [{ RESERVED_DOMAINS: 'a.test,bad host' }, /RESERVED_DOMAINS/],
     [{ DEFAULT_DOMAIN: 'x.test', RESERVED_DOMAINS: 'a.test,b.test' }, /RESERVED_DOMAINS must include DEFAULT_DOMAIN/],

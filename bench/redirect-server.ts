@@ -1,0 +1,86 @@
+/**
+ * The servers of `npm run bench:redirect` (bench/redirect.ts), each in a process of its own so that its CPU and
+ * memory are its own: `service` is the real app (real HTTP on loopback, its production logger) over 10,000
+ * links; `bare` is a Fastify route that answers a fixed 302. The parent talks to it over IPC: the port once
+ * listening, then `stats` (RSS, database reads, answers) and `stop`.
+ */
+import Fastify, { type FastifyInstance } from 'fastify'
+import { randomBytes } from 'node:crypto'
+import { buildApp, loggerOptions } from '../src/app.js'
+import { loadConfig } from '../src/config/config.js'
+import { addDomain, createToken } from '../src/workspaces/workspace-repository.js'
+import { openTestDatabase } from '../test/support/test-app.js'
+
+export const BENCH_DOMAIN = 'go.bench.test'
+export const LINKS = 10_000
+
+const mode = process.argv[2]
+const cacheEntries = Number(process.env.BENCH_CACHE_ENTRIES ?? 2000)
+const teardowns: (() => unknown)[] = []
+let app: FastifyInstance
+
+if (mode === 'bare') {
+  app = Fastify()
+  app.get('/:slug', (_request, reply) => {
+    reply.code(302).header('location', 'https://example.com/landing').send()
+  })
+} else {
+  const databaseUrl = process.env.DATABASE_URL
+  const config = loadConfig({
+    DEFAULT_DOMAIN: 'short.bench',
+    RESERVED_DOMAINS: 'short.bench',
+    LOG_LEVEL: 'info',
+    COOKIE_SECRET: randomBytes(32).toString('base64url'),
+    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
+    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
+  })
+  // A database of the run's own: created on the DATABASE_URL server and dropped afterwards, or in memory.
+  const { database } = await openTestDatabase({ teardown: (fn) => teardowns.unshift(fn) })
+  const { workspaceId } = await createToken(database.prisma, { workspace: 'bench' })
+  await addDomain(database.prisma, { workspace: 'bench', host: BENCH_DOMAIN, reservedDomains: ['short.bench'] })
+  await database.prisma.$executeRawUnsafe(
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
+     SELECT $1, $2, 'l' || g, 'l' || g, 'https://example.com/landing/' || g, now() FROM generate_series(1, ${LINKS}) g`,
+    workspaceId,
+    BENCH_DOMAIN,
+  )
+  await database.prisma.$executeRawUnsafe('ANALYZE "Link"')
+  app = await buildApp({
+    config,
+    database,
+    logger: loggerOptions(config),
+    redirects: { cache: { maxEntries: cacheEntries }, keyPrefix: `bench-${randomBytes(3).toString('hex')}:` },
+  })
+  // The bare route's fixed 302 inside the service's process (its hooks, logger and heap): what the service costs
+  // any route, apart from the redirect's own work. Only in this benchmark.
+  app.get('/fixed/:slug', (_request, reply) => {
+    reply.code(302).header('location', 'https://example.com/landing').send()
+  })
+}
+const startRss = process.memoryUsage().rss
+
+await app.listen({ port: 0, host: '127.0.0.1' })
+let maxRss = process.memoryUsage().rss
+setInterval(() => {
+  maxRss = Math.max(maxRss, process.memoryUsage().rss)
+}, 200).unref()
+
+process.on('message', async (message: string) => {
+  if (message === 'stats') {
+    const redirects = mode === 'bare' ? null : app.redirects
+    const cpu = process.cpuUsage()
+    process.send!({
+      cpuMicros: cpu.user + cpu.system,
+      rss: process.memoryUsage().rss,
+      startRss,
+      maxRss,
+      reads: redirects?.cache.reads ?? 0,
+      counters: redirects ? { ...redirects.counters } : null,
+    })
+  } else if (message === 'stop') {
+    await app.close()
+    for (const teardown of teardowns) await teardown()
+    process.exit(0)
+  }
+})
+process.send!({ port: (app.server.address() as { port: number }).port, cacheEntries })

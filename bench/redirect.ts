@@ -1,0 +1,213 @@
+/**
+ * Plain redirects under load (`npm run bench:redirect`): the real service (bench/redirect-server.ts, over 10,000
+ * links, PostgreSQL from DATABASE_URL else an in-memory PGlite, Redis from REDIS_URL if set) beside a bare
+ * Fastify route answering a fixed 302, each in its own process, loaded by autocannon over loopback with the same
+ * mix of addresses: 90% warm (1,000 links visited often), 9% cold (the other 9,000 in turn, through a cache of
+ * 2,000 entries, so each is read from the database), 1% unknown (a new random slug each time). Prints, for
+ * each, requests/s and p50/p99 latency at full rate, the ratio, p50/p99 at half of the peak rate (autocannon's
+ * overallRate), the service's RSS and its database reads per visit.
+ *
+ * The two servers take turns (BENCH_ROUNDS runs each), and each run also measures the server's CPU time per
+ * request, which other load on the machine does not change the way it changes throughput.
+ *
+ * Options (environment): BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 50),
+ * BENCH_CACHE_ENTRIES (default 2000), BENCH_COLD and BENCH_UNKNOWN (the shares, default 0.09 and 0.01), BENCH_SERVICE_ARGS (extra node flags for the service, e.g. --cpu-prof).
+ */
+import autocannon from 'autocannon'
+import { execFileSync, fork, type ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { once } from 'node:events'
+import { get, type IncomingMessage } from 'node:http'
+import { fileURLToPath } from 'node:url'
+
+const DURATION = Number(process.env.BENCH_DURATION ?? 5)
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
+const HOT = 1000
+const COLD = Number(process.env.BENCH_COLD ?? 0.09)
+const UNKNOWN = Number(process.env.BENCH_UNKNOWN ?? 0.01)
+const LINKS = 10_000
+const USER_AGENT = 'Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36'
+
+interface Server {
+  child: ChildProcess
+  port: number
+  cacheEntries?: number
+}
+
+const projectRoot = fileURLToPath(new URL('../', import.meta.url))
+
+/**
+ * The servers run compiled, as `npm start` runs the service: under tsx a process holds its loader too (about
+ * 35 MB more RSS) and runs code that is not quite what production runs.
+ */
+function compile(): string {
+  execFileSync('npx', ['tsc', '-p', 'tsconfig.json', '--tsBuildInfoFile', 'dist/.tsbuildinfo.bench'], { cwd: projectRoot, stdio: 'inherit' })
+  return `${projectRoot}dist/bench/redirect-server.js`
+}
+
+async function start(script: string, mode: 'service' | 'bare'): Promise<Server> {
+  const flags = mode === 'service' ? (process.env.BENCH_SERVICE_ARGS ?? '').split(' ').filter(Boolean) : []
+  const child = fork(script, [mode], { execArgv: flags, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  const [message] = (await once(child, 'message')) as [{ port: number; cacheEntries: number }]
+  return { child, ...message }
+}
+
+async function ask<T>(server: Server, question: string): Promise<T> {
+  server.child.send(question)
+  const [answer] = await once(server.child, 'message')
+  return answer as T
+}
+
+async function stop(server: Server): Promise<void> {
+  const exited = once(server.child, 'exit')
+  server.child.send('stop')
+  await exited
+}
+
+/** 90% of the 1,000 hot links, 9% the next of the other 9,000 in turn, 1% a slug nobody made. */
+let coldCursor = 0
+function nextPath(): string {
+  const draw = Math.random()
+  if (draw < 1 - COLD - UNKNOWN) return `/l${1 + Math.floor(Math.random() * HOT)}`
+  if (draw < 1 - UNKNOWN) {
+    coldCursor = (coldCursor + 1) % (LINKS - HOT)
+    return `/l${HOT + 1 + coldCursor}`
+  }
+  return `/u${randomBytes(6).toString('hex')}`
+}
+
+interface Run {
+  rps: number
+  p50: number
+  p99: number
+  answered: number
+  /** The server's CPU time (user + system) per answer, µs: what a request costs, whatever else the machine runs. */
+  cpuPerRequest: number
+}
+
+interface Stats {
+  cpuMicros: number
+  rss: number
+  startRss: number
+  maxRss: number
+  reads: number
+  counters: Record<string, number> | null
+}
+
+async function load(server: Server, seconds: number, overallRate?: number, prefix = ''): Promise<Run> {
+  const before = await ask<Stats>(server, 'stats')
+  const result = await autocannon({
+    url: `http://127.0.0.1:${server.port}`,
+    connections: CONNECTIONS,
+    duration: seconds,
+    overallRate,
+    headers: { host: 'go.bench.test', 'user-agent': USER_AGENT },
+    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: prefix + nextPath() }) }],
+  })
+  const after = await ask<Stats>(server, 'stats')
+  if (result.errors || result.timeouts || result['5xx'] || result['2xx']) {
+    throw new Error(`errors ${result.errors}, timeouts ${result.timeouts}, 2xx ${result['2xx']}, 5xx ${result['5xx']}`)
+  }
+  const answered = result['3xx'] + result['4xx']
+  return {
+    rps: result.requests.average,
+    p50: result.latency.p50,
+    p99: result.latency.p99,
+    answered,
+    cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered,
+  }
+}
+
+const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]
+const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(8)
+
+/**
+ * Runs of the targets in turn, so that whatever else loads the machine weighs on each alike; the median run of
+ * each. `fixed` is the service process answering its fixed 302 route (bench/redirect-server.ts).
+ */
+async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number; fixed: number }) {
+  const runs: Record<'bare' | 'service' | 'fixed', Run[]> = { bare: [], service: [], fixed: [] }
+  for (let round = 0; round < ROUNDS; round++) {
+    runs.bare.push(await load(bare, DURATION, overallRate?.bare))
+    runs.service.push(await load(service, DURATION, overallRate?.service))
+    runs.fixed.push(await load(service, DURATION, overallRate?.fixed, '/fixed'))
+  }
+  const summary = (list: Run[]) => ({
+    rps: median(list.map((run) => run.rps)),
+    p50: median(list.map((run) => run.p50)),
+    p99: median(list.map((run) => run.p99)),
+    cpuPerRequest: median(list.map((run) => run.cpuPerRequest)),
+    answered: list.reduce((sum, run) => sum + run.answered, 0),
+  })
+  return {
+    bare: summary(runs.bare),
+    service: summary(runs.service),
+    fixed: summary(runs.fixed),
+    ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps),
+  }
+}
+
+async function main() {
+  console.log('compiling (tsc)…')
+  const script = compile()
+  const bare = await start(script, 'bare')
+  const service = await start(script, 'service')
+  console.log(
+    `database: ${process.env.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : 'in-memory PGlite'}; Redis: ${process.env.REDIS_URL ?? 'none'}; ` +
+      `${LINKS} links, cache of ${service.cacheEntries} entries; autocannon ${CONNECTIONS} connections; ` +
+      `${ROUNDS} runs of ${DURATION} s per server and rate, in turn`,
+  )
+  console.log('warming up: each hot link once, then 3 s of load each…')
+  for (let i = 1; i <= HOT; i++) {
+    // node:http, not fetch: fetch may not set the Host header.
+    const request = get({ port: service.port, host: '127.0.0.1', path: `/l${i}`, headers: { host: 'go.bench.test', 'user-agent': USER_AGENT } })
+    const [response] = (await once(request, 'response')) as [IncomingMessage]
+    response.resume()
+    if (response.statusCode !== 302) throw new Error(`warm-up: /l${i} answered ${response.statusCode}`)
+  }
+  await load(bare, 3)
+  await load(service, 3)
+
+  const readsBefore = (await ask<Stats>(service, 'stats')).reads
+  const full = await alternate(bare, service)
+  const afterFull = await ask<Stats>(service, 'stats')
+  const half = await alternate(bare, service, {
+    bare: Math.floor(full.bare.rps / 2),
+    service: Math.floor(full.service.rps / 2),
+    fixed: Math.floor(full.fixed.rps / 2),
+  })
+  const stats = await ask<Stats>(service, 'stats')
+
+  console.log('')
+  console.log('bare: a Fastify process answering a fixed 302; service: the redirects; fixed: the service process answering a fixed 302')
+  console.log('              full rate (median run)                    half of its peak rate (median run)')
+  console.log('              req/s    p50 ms    p99 ms  CPU µs/req       req/s    p50 ms    p99 ms')
+  for (const name of ['bare', 'service', 'fixed'] as const) {
+    const f = full[name]
+    const h = half[name]
+    console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
+  }
+  console.log('')
+  const ratios = full.ratios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')
+  console.log(`service / bare throughput: ${((100 * full.service.rps) / full.bare.rps).toFixed(1)}% (runs: ${ratios}; target ≥ 70%)`)
+  console.log(
+    `service / bare by server CPU per request: ${((100 * full.bare.cpuPerRequest) / full.service.cpuPerRequest).toFixed(1)}% ` +
+      '(the throughput ratio on a machine where each had its cores to itself)',
+  )
+  console.log(
+    `redirects / the service's own fixed 302 route: ${((100 * full.service.rps) / full.fixed.rps).toFixed(1)}% throughput, ` +
+      `${((100 * full.fixed.cpuPerRequest) / full.service.cpuPerRequest).toFixed(1)}% by CPU per request (what the redirect's own work costs)`,
+  )
+  console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
+  const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
+  console.log(`service RSS: ${mb(stats.startRss)} once started, ${mb(stats.rss)} now, ${mb(stats.maxRss)} at most (target < 200 MB)`)
+  console.log(
+    `database reads per visit at full rate: ${((afterFull.reads - readsBefore) / full.service.answered).toFixed(3)} ` +
+      `(expected about 0.10: 9% cold + 1% unknown); answers since start: ${JSON.stringify(afterFull.counters)}`,
+  )
+  await stop(bare)
+  await stop(service)
+}
+
+await main()

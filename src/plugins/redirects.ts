@@ -1,0 +1,124 @@
+/**
+ * `app.redirects`: what the visitor side of the service keeps per instance (the short domains, the cache of
+ * redirect views and how changes reach it, the password cookies and tries, counters), and `app.visits`, the
+ * seam where a visit that reached its destination is handed on. The routes are in src/redirects/redirect-routes.ts.
+ */
+import type { FastifyInstance } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config/config.js'
+import { slugKey } from '../links/slug.js'
+import { BLIND_MAX_AGE_MS, localChannel, RedisChangeChannel, type Change, type ChangeChannel } from '../redirects/invalidation.js'
+import { PasswordCookies } from '../redirects/password-cookie.js'
+import { MemoryPasswordThrottle, RedisPasswordThrottle, type PasswordThrottle } from '../redirects/password-throttle.js'
+import { cacheKey, RedirectCache, type RedirectCacheOptions } from '../redirects/redirect-cache.js'
+import { batchedViewReader, loadRedirectViews, type RedirectView } from '../redirects/redirect-view.js'
+import { ShortDomains } from '../redirects/short-domains.js'
+import { CountingVisitRecorder, type VisitRecorder } from '../redirects/visits.js'
+
+export interface RedirectPluginOptions {
+  /** The clock of expiry, cookies and password tries, in ms (tests drive it). */
+  now?: () => number
+  /** The rotator's draw, in [0, 1) (tests seed it). */
+  random?: () => number
+  cache?: RedirectCacheOptions
+  /** Prepended to Redis keys and the change channel (tests use one per run). */
+  keyPrefix?: string
+  visits?: VisitRecorder
+  domainsRefreshMs?: number
+}
+
+/** How many visits got each answer, since start (a later issue exports metrics). */
+export interface VisitCounters {
+  redirect: number
+  masking: number
+  interstitial: number
+  crawler: number
+  password: number
+  wrongPassword: number
+  throttled: number
+  expired: number
+  gone: number
+  notFound: number
+}
+
+export interface Redirects {
+  readonly domains: ShortDomains
+  readonly cache: RedirectCache
+  readonly channel: ChangeChannel
+  readonly throttle: PasswordThrottle
+  readonly cookies: PasswordCookies
+  readonly counters: VisitCounters
+  readonly now: () => number
+  readonly random: () => number
+  /** The view of a link (null: no such link), from the cache at once, else read from the database and kept. */
+  lookup(host: string, slug: string): RedirectView | null | Promise<RedirectView | null>
+  /** A link was created, updated or deleted: every instance forgets what it had of it. */
+  linkChanged(link: { domain: string; slug: string }): void
+  /** Something all links of a workspace may show changed (a pixel, a script). */
+  workspaceChanged(workspaceId: number): void
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    redirects: Redirects
+    visits: VisitRecorder
+  }
+}
+
+export default fp(
+  async function redirects(app: FastifyInstance, options: { config: Config; redirects?: RedirectPluginOptions }) {
+    const { config } = options
+    const settings = options.redirects ?? {}
+    const prisma = app.db.prisma
+    const now = settings.now ?? Date.now
+    const domains = new ShortDomains(prisma, config.reservedDomains, app.log, settings.domainsRefreshMs)
+    const cache = new RedirectCache(batchedViewReader((keys) => loadRedirectViews(app.db, keys)), settings.cache)
+    const apply = (change: Change) => {
+      if (change.keys) cache.invalidate(change.keys)
+      if (change.workspaceId !== undefined) cache.invalidateWorkspace(change.workspaceId)
+    }
+    const keyPrefix = settings.keyPrefix ?? ''
+    const channel: ChangeChannel = app.redis
+      ? new RedisChangeChannel(app.redis, `${keyPrefix}redirects:changes`, { apply, resync: () => cache.clear() }, app.log)
+      : localChannel
+    const throttle: PasswordThrottle = app.redis ? new RedisPasswordThrottle(app.redis, app.log, keyPrefix) : new MemoryPasswordThrottle()
+    if (!config.cookieSecret) {
+      app.log.warn(
+        'redirects: COOKIE_SECRET is unset, so password cookies are signed with a key of this process: they end ' +
+          'with it, and several instances need COOKIE_SECRET set (the same on each) to accept each other\'s',
+      )
+    }
+
+    const counters: VisitCounters = {
+      redirect: 0, masking: 0, interstitial: 0, crawler: 0, password: 0, wrongPassword: 0, throttled: 0, expired: 0, gone: 0, notFound: 0,
+    }
+    const publish = (change: Change) => {
+      apply(change)
+      channel.publish(change)
+    }
+
+    app.decorate('redirects', {
+      domains,
+      cache,
+      channel,
+      throttle,
+      cookies: new PasswordCookies(config.cookieSecret, now),
+      counters,
+      now,
+      random: settings.random ?? Math.random,
+      lookup(host: string, slug: string) {
+        const key = slugKey(slug)
+        // While changes may go unheard, nothing older than a second is trusted.
+        const cached = cache.peek(cacheKey(host, key), channel.live ? undefined : BLIND_MAX_AGE_MS)
+        return cached !== undefined ? cached : cache.load(host, key)
+      },
+      linkChanged: (link) => publish({ keys: [cacheKey(link.domain, slugKey(link.slug))] }),
+      workspaceChanged: (workspaceId) => publish({ workspaceId }),
+    } satisfies Redirects)
+    app.decorate('visits', settings.visits ?? new CountingVisitRecorder())
+
+    app.addHook('onReady', () => domains.refresh())
+    app.addHook('onClose', () => channel.close())
+  },
+  { name: 'redirects', dependencies: ['database', 'redis'] },
+)

@@ -1,0 +1,45 @@
+/**
+ * The evaluation order of contract section 11 for one visit of a known link, as a value (`Answer`) that
+ * respond.ts turns into HTTP. The password step's form handling (POST) is in redirect-routes.ts; here a
+ * visit is either `unlocked` (the cookie, or the right password just given) or not.
+ */
+import { isCrawler } from './crawler.js'
+import { appendVisitQuery, chooseDestination } from './destination.js'
+import { appLinkFor, phoneOs, type AppLink } from './pages/index.js'
+import type { RedirectView } from './redirect-view.js'
+
+export type Answer =
+  | { kind: 'not-found' }
+  | { kind: 'expired'; location: string }
+  | { kind: 'gone' }
+  | { kind: 'password' }
+  | { kind: 'crawler' }
+  | { kind: 'masking'; destination: string }
+  | { kind: 'interstitial'; destination: string; appLink: AppLink | null }
+  | { kind: 'redirect'; destination: string }
+
+export const NOT_FOUND: Answer = { kind: 'not-found' }
+
+export interface VisitFacts {
+  userAgent: string | undefined
+  country: string | null
+  /** The raw query string of the visit (after `?`), or ''. */
+  query: string
+  /** The visitor may pass the password step. */
+  unlocked: boolean
+}
+
+/** Expired: `now` at or past the end (contract: now ≥ end). */
+export const isExpired = (view: RedirectView, now: number) => view.expiresAt !== null && now >= view.expiresAt
+
+export function evaluate(view: RedirectView, facts: VisitFacts, now: number, random: () => number): Answer {
+  if (isExpired(view, now)) return view.expirationUrl !== null ? { kind: 'expired', location: view.expirationUrl } : { kind: 'gone' }
+  if (view.passwordHash !== null && !facts.unlocked) return { kind: 'password' }
+  if (isCrawler(facts.userAgent)) return { kind: 'crawler' }
+  const destination = appendVisitQuery(chooseDestination(view, facts.country, random).location, facts.query)
+  if (view.masking) return { kind: 'masking', destination }
+  const os = view.deepLinkingEnable ? phoneOs(facts.userAgent) : null
+  const appLink = os ? appLinkFor(destination, os) : null
+  if (view.pixels.length > 0 || view.scripts.length > 0 || appLink) return { kind: 'interstitial', destination, appLink }
+  return { kind: 'redirect', destination }
+}

@@ -1,0 +1,110 @@
+/**
+ * How every instance hears of a change to a link (contract: seen by visitors within a second): through Redis
+ * pub/sub when REDIS_URL is set, and at once in the process that made the change either way.
+ *
+ * A subscriber that is not connected cannot hear changes, so while it is down the caches trust nothing older
+ * than BLIND_MAX_AGE_MS; when it (re)subscribes it clears them, since messages may have been missed meanwhile.
+ * A publish that fails (this instance cannot reach Redis) is bounded by the cache's lifetime (LINK_TTL_MS).
+ */
+import { randomUUID } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Redis } from 'ioredis'
+import { withDeadline } from '../redis/redis-client.js'
+
+/** What changed: some links (cache keys), or anything of a workspace that its links show (pixels, scripts). */
+export interface Change {
+  keys?: string[]
+  workspaceId?: number
+}
+
+/** While changes may go unheard, a cached link is used for at most this long after it was read. */
+export const BLIND_MAX_AGE_MS = 1000
+/** A silent connection is noticed within about twice this (a PING answered within the socket timeout). */
+const HEARTBEAT_MS = 2000
+const WARNING_INTERVAL_MS = 60_000
+
+export interface ChangeChannel {
+  /** True while changes made by other instances are known to arrive. */
+  readonly live: boolean
+  publish(change: Change): void
+  close(): Promise<void>
+}
+
+export interface ChangeHandlers {
+  apply(change: Change): void
+  /** Changes may have been missed: forget everything. */
+  resync(): void
+}
+
+/** One process: nothing to tell anyone else. */
+export const localChannel: ChangeChannel = { live: true, publish() {}, close: async () => {} }
+
+export class RedisChangeChannel implements ChangeChannel {
+  private readonly instance = randomUUID()
+  private readonly subscriber: Redis
+  private readonly heartbeat: NodeJS.Timeout
+  private subscribed = false
+  private lastWarning = -Infinity
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly channel: string,
+    private readonly handlers: ChangeHandlers,
+    private readonly log: FastifyBaseLogger,
+  ) {
+    // A connection of its own: a subscribed connection can do nothing else.
+    this.subscriber = redis.duplicate({ autoResubscribe: false, socketTimeout: HEARTBEAT_MS })
+    this.subscriber.on('error', () => {})
+    this.subscriber.on('ready', () => void this.subscribe())
+    this.subscriber.on('close', () => {
+      this.subscribed = false
+    })
+    this.subscriber.on('message', (_channel: string, text: string) => this.receive(text))
+    this.heartbeat = setInterval(() => {
+      if (this.subscribed) this.subscriber.ping().catch(() => {})
+    }, HEARTBEAT_MS).unref()
+  }
+
+  get live(): boolean {
+    return this.subscribed
+  }
+
+  private async subscribe(): Promise<void> {
+    try {
+      await this.subscriber.subscribe(this.channel)
+      this.handlers.resync()
+      this.subscribed = true
+    } catch {
+      // The connection failed again; the next 'ready' tries once more.
+    }
+  }
+
+  private receive(text: string): void {
+    let message: Change & { from?: string }
+    try {
+      message = JSON.parse(text)
+    } catch {
+      return
+    }
+    if (message.from !== this.instance) this.handlers.apply(message)
+  }
+
+  publish(change: Change): void {
+    withDeadline(this.redis.publish(this.channel, JSON.stringify({ ...change, from: this.instance }))).catch((error: Error) => {
+      const now = Date.now()
+      if (now - this.lastWarning < WARNING_INTERVAL_MS) return
+      this.lastWarning = now
+      this.log.warn(
+        { err: error },
+        'redirects: could not tell the other instances of a link change through Redis; they see it within 60 s',
+      )
+    })
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.heartbeat)
+    this.subscribed = false
+    await this.subscriber.quit().catch(() => {})
+    this.subscriber.disconnect()
+  }
+}

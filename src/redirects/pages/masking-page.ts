@@ -1,0 +1,28 @@
+/**
+ * Masking: the short address stays in the address bar and the destination fills the whole viewport in a
+ * frame. The frame may load the destination's origin and nothing else; a destination that forbids framing
+ * (X-Frame-Options, frame-ancestors) shows the browser's own message, which no page of ours can change.
+ */
+import { allow, baseDirectives, cspString, newNonce } from './csp.js'
+import { html, httpOrigin, httpUrl } from './html.js'
+import { previewMeta } from './crawler-page.js'
+import { displayUrl, documentHtml } from './layout.js'
+import type { Page, PageLink } from './types.js'
+
+const FRAME_STYLE = `html, body { margin: 0; height: 100%; overflow: hidden; background: #fff; }
+iframe { display: block; position: fixed; inset: 0; width: 100vw; height: 100vh; height: 100dvh; border: 0; }`
+
+export function maskingPage(link: PageLink, destination: string): Page {
+  const nonce = newNonce()
+  const title = link.title || displayUrl(link.shortUrl)
+  const src = httpUrl(destination)
+  const favicon = httpUrl(link.favicon)
+  const directives = baseDirectives(nonce)
+  const frameOrigin = httpOrigin(src)
+  if (frameOrigin) allow(directives, { 'frame-src': [frameOrigin] })
+  const faviconOrigin = httpOrigin(favicon)
+  if (faviconOrigin) allow(directives, { 'img-src': [faviconOrigin] })
+  const body = src ? html`<iframe src="${src}" title="${title}" allow="fullscreen; clipboard-write"></iframe>` : ''
+  const page = documentHtml({ nonce, title, icon: favicon, head: previewMeta(link), body, style: FRAME_STYLE })
+  return { status: 200, html: page, csp: cspString(directives) }
+}

@@ -1,0 +1,111 @@
+/**
+ * Wrong passwords per link and client address (contract section 11, step 3): at most PASSWORD_TRIES in any
+ * PASSWORD_WINDOW_MS (sliding). A try is taken before the password is checked and given back when it was
+ * right, so concurrent guesses count too and the try past the limit is refused unchecked (429), whatever it is.
+ *
+ * With REDIS_URL the tries live in Redis (a sorted set per link and address, one atomic script per try), shared
+ * by every instance; otherwise, and while Redis does not answer within its deadline, in this process.
+ */
+import { randomBytes } from 'node:crypto'
+import type { FastifyBaseLogger } from 'fastify'
+import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
+import { withDeadline } from '../redis/redis-client.js'
+
+export const PASSWORD_TRIES = 10
+export const PASSWORD_WINDOW_MS = 15 * 60 * 1000
+
+/** A try taken (`ticket` gives it back), or the seconds until one is free. */
+export type TryDecision = { allowed: true; ticket: string } | { allowed: false; retryAfterSeconds: number }
+
+export interface PasswordThrottle {
+  take(link: number, address: string, now: number): Promise<TryDecision>
+  /** The password was right: the try does not count. */
+  giveBack(link: number, address: string, ticket: string): void
+}
+
+const retryAfter = (oldest: number, now: number) => Math.max(1, Math.ceil((oldest + PASSWORD_WINDOW_MS - now) / 1000))
+
+export class MemoryPasswordThrottle implements PasswordThrottle {
+  // Bounded: a flood of addresses forgets the oldest ones rather than growing without end.
+  private readonly tries = new LRUCache<string, { at: number; ticket: string }[]>({ max: 100_000 })
+
+  async take(link: number, address: string, now: number): Promise<TryDecision> {
+    const key = `${link} ${address}`
+    const recent = (this.tries.get(key) ?? []).filter((entry) => entry.at > now - PASSWORD_WINDOW_MS)
+    if (recent.length >= PASSWORD_TRIES) {
+      this.tries.set(key, recent)
+      return { allowed: false, retryAfterSeconds: retryAfter(recent[0].at, now) }
+    }
+    const ticket = randomBytes(6).toString('base64url')
+    recent.push({ at: now, ticket })
+    this.tries.set(key, recent)
+    return { allowed: true, ticket }
+  }
+
+  giveBack(link: number, address: string, ticket: string): void {
+    const key = `${link} ${address}`
+    const recent = this.tries.get(key)
+    if (recent) this.tries.set(key, recent.filter((entry) => entry.ticket !== ticket))
+  }
+}
+
+// KEYS[1]: the tries of one link and address; ARGV: now (ms), window (ms), limit, ticket.
+// Returns {1, 0} when the try is taken, {0, oldest try} when the limit is reached.
+const TAKE_SCRIPT = `
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', tonumber(ARGV[1]) - tonumber(ARGV[2]))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[3]) then
+  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+  return {0, tonumber(oldest[2])}
+end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[4])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return {1, 0}
+`
+
+interface ThrottleScripts {
+  passwordTryTake(key: string, now: number, window: number, limit: number, ticket: string): Promise<[number, number]>
+}
+
+export class RedisPasswordThrottle implements PasswordThrottle {
+  private readonly fallback = new MemoryPasswordThrottle()
+  private lastWarning = -Infinity
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly log: FastifyBaseLogger,
+    private readonly keyPrefix = '',
+  ) {
+    if (!('passwordTryTake' in redis)) redis.defineCommand('passwordTryTake', { numberOfKeys: 1, lua: TAKE_SCRIPT })
+  }
+
+  private key(link: number, address: string): string {
+    return `${this.keyPrefix}password-tries:${link}:${address}`
+  }
+
+  async take(link: number, address: string, now: number): Promise<TryDecision> {
+    const ticket = `${now}:${randomBytes(6).toString('base64url')}`
+    try {
+      const script = (this.redis as unknown as ThrottleScripts).passwordTryTake
+      const [taken, oldest] = await withDeadline(
+        script.call(this.redis, this.key(link, address), now, PASSWORD_WINDOW_MS, PASSWORD_TRIES, ticket),
+      )
+      return taken === 1 ? { allowed: true, ticket } : { allowed: false, retryAfterSeconds: retryAfter(Number(oldest), now) }
+    } catch (error) {
+      // Still limited, per instance, rather than not at all.
+      this.warn(error)
+      return this.fallback.take(link, address, now)
+    }
+  }
+
+  giveBack(link: number, address: string, ticket: string): void {
+    this.fallback.giveBack(link, address, ticket)
+    withDeadline(this.redis.zrem(this.key(link, address), ticket)).catch(() => {})
+  }
+
+  private warn(error: unknown): void {
+    if (Date.now() - this.lastWarning < 60_000) return
+    this.lastWarning = Date.now()
+    this.log.warn({ err: error }, 'redirects: Redis did not answer for the password tries; counting them in this process meanwhile')
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * The in-process cache of redirect views, keyed by `<domain>/<slugKey>`:
+ *
+ * - a warm visit is one synchronous lookup (`peek`); a cold one is one database read, shared by the visits that
+ *   ask for the same link meanwhile (single flight);
+ * - bounded twice: by entries and by an estimate of their bytes (scripts make some views large); unknown slugs
+ *   are kept apart, briefly, so a flood of made-up addresses cannot push the real links out;
+ * - invalidation (invalidation.ts) drops entries; a read that was under way when something was invalidated
+ *   answers its own visit but is not kept, since it may have read the row before the change was committed.
+ */
+import { LRUCache } from 'lru-cache'
+import { cacheKey, type RedirectView } from './redirect-view.js'
+
+export { cacheKey }
+
+export interface RedirectCacheOptions {
+  /** Most links kept (default 100,000). */
+  maxEntries?: number
+  /** Most bytes of links kept, by the views' size estimate (default 64 MiB). */
+  maxBytes?: number
+  /** How long a link is kept without news of a change (default 60 s): bounds what invalidation misses. */
+  ttlMs?: number
+  /** Most unknown slugs kept (default 20,000) and for how long (default 10 s). */
+  maxMissing?: number
+  missingTtlMs?: number
+  /** The clock of the lifetimes (tests). */
+  now?: () => number
+}
+
+export const LINK_TTL_MS = 60_000
+export const MISSING_TTL_MS = 10_000
+
+
+export class RedirectCache {
+  private readonly links: LRUCache<string, RedirectView>
+  private readonly missing: LRUCache<string, true>
+  private readonly loading = new Map<string, Promise<RedirectView | null>>()
+  /** Counts invalidations: a read started under another generation is not kept. */
+  private generation = 0
+  /** Database reads made (the benchmark and tests look at it). */
+  reads = 0
+
+  constructor(
+    private readonly read: (domain: string, slugKey: string) => Promise<RedirectView | null>,
+    options: RedirectCacheOptions = {},
+  ) {
+    // An injected clock is read every time (lru-cache otherwise reuses a reading for 1 ms of real time).
+    const clock = options.now ? { perf: { now: options.now }, ttlResolution: 0 } : {}
+    this.links = new LRUCache({
+      max: options.maxEntries ?? 100_000,
+      maxSize: options.maxBytes ?? 64 * 1024 * 1024,
+      sizeCalculation: (view) => view.size,
+      ttl: options.ttlMs ?? LINK_TTL_MS,
+      ...clock,
+    })
+    this.missing = new LRUCache({ max: options.maxMissing ?? 20_000, ttl: options.missingTtlMs ?? MISSING_TTL_MS, ...clock })
+  }
+
+  /**
+   * The cached view, null for a slug known not to exist, undefined when the cache does not know. With
+   * `maxAgeMs`, what was read longer ago than that counts as unknown (used while invalidations may be missed).
+   */
+  peek(key: string, maxAgeMs?: number): RedirectView | null | undefined {
+    const view = this.links.get(key)
+    if (view !== undefined) return maxAgeMs === undefined || this.ageOf(this.links, key) <= maxAgeMs ? view : undefined
+    if (!this.missing.get(key)) return undefined
+    return maxAgeMs === undefined || this.ageOf(this.missing, key) <= maxAgeMs ? null : undefined
+  }
+
+  private ageOf<V extends object | boolean>(cache: LRUCache<string, V>, key: string): number {
+    return (cache.ttl ?? 0) - cache.getRemainingTTL(key)
+  }
+
+  /** Reads the link from the database (joining a read of the same key under way) and keeps the answer. */
+  load(domain: string, slugKey: string): Promise<RedirectView | null> {
+    const key = cacheKey(domain, slugKey)
+    const pending = this.loading.get(key)
+    if (pending) return pending
+    const generation = this.generation
+    this.reads++
+    const read = this.read(domain, slugKey).then(
+      (view) => {
+        if (this.loading.get(key) === read) this.loading.delete(key)
+        if (generation === this.generation) {
+          if (view) this.links.set(key, view)
+          else this.missing.set(key, true)
+        }
+        return view
+      },
+      (error: unknown) => {
+        if (this.loading.get(key) === read) this.loading.delete(key)
+        throw error
+      },
+    )
+    this.loading.set(key, read)
+    return read
+  }
+
+  /** Forgets these links (or unknown slugs): a create, an update or a delete. */
+  invalidate(keys: string[]): void {
+    this.generation++
+    // Visits arriving from now on must not join a read that may predate the change.
+    this.loading.clear()
+    for (const key of keys) {
+      this.links.delete(key)
+      this.missing.delete(key)
+    }
+  }
+
+  /** Forgets every link of a workspace: its pixels or scripts changed, which any of its links may show. */
+  invalidateWorkspace(workspaceId: number): void {
+    this.generation++
+    this.loading.clear()
+    const keys = [...this.links.entries()].filter(([, view]) => view.workspaceId === workspaceId).map(([key]) => key)
+    for (const key of keys) this.links.delete(key)
+  }
+
+  /** Forgets everything: changes may have been missed (the invalidation channel was down). */
+  clear(): void {
+    this.generation++
+    this.loading.clear()
+    this.links.clear()
+    this.missing.clear()
+  }
+
+  get size(): number {
+    return this.links.size
+  }
+}

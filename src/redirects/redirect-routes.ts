@@ -1,0 +1,190 @@
+/**
+ * The visitor side (contract section 11): `GET`/`HEAD /<slug>` and the password form's `POST /<slug>` on the
+ * short domains, plus robots.txt and favicon.ico there. On any other host these paths are what they were:
+ * the API's problem+json 404. API routes are static paths, which Fastify's router prefers to `/:slug`, so
+ * they work on every host. No line is logged per visit below `warn` (the counters say how many); errors are.
+ */
+import formbody from '@fastify/formbody'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import { LIMITS } from '../../schemas/link.js'
+import { notFound, unsupportedMediaType } from '../errors/app-error.js'
+import { verifyPassword } from '../links/password.js'
+import { sendProblem } from '../plugins/errors.js'
+import type { VisitCounters } from '../plugins/redirects.js'
+import { visitorCountry } from './destination.js'
+import { evaluate, isExpired, NOT_FOUND, type Answer } from './evaluate.js'
+import type { RedirectView } from './redirect-view.js'
+import { sendAnswer, sendPage, type AnswerExtras } from './respond.js'
+import { notFoundPage } from './pages/index.js'
+import { quietChildLogger } from './quiet-logger.js'
+import { requestHost } from './short-domains.js'
+import type { Visit } from './visits.js'
+
+const SLUG = new RegExp(`^[A-Za-z0-9_-]{1,${LIMITS.slug}}$`)
+const ROBOTS_TXT = 'User-agent: *\nAllow: /\n'
+/** The password form is small; anything much larger is not from it. */
+const FORM_BODY_LIMIT = 4096
+
+type SlugRoute = { Params: { slug: string } }
+
+const COUNTER: Record<Answer['kind'], keyof VisitCounters> = {
+  'not-found': 'notFound',
+  expired: 'expired',
+  gone: 'gone',
+  password: 'password',
+  crawler: 'crawler',
+  masking: 'masking',
+  interstitial: 'interstitial',
+  redirect: 'redirect',
+}
+
+export default async function redirectRoutes(app: FastifyInstance, options: { countryHeader: string }) {
+  const { redirects } = app
+  const { counters, cookies, throttle } = redirects
+  // Both in this plugin's scope only: the API keeps accepting JSON bodies alone, and its request logs.
+  await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT })
+  app.setChildLoggerFactory(quietChildLogger)
+  const visitorRoute = { logLevel: 'warn', schema: { hide: true } } as const
+
+  const shortHost = (request: FastifyRequest) => {
+    const host = requestHost(request.hostname)
+    return redirects.domains.has(host) ? host : null
+  }
+  const notARoute = (reply: FastifyReply) => sendProblem(reply, notFound('route'))
+
+  /** Sends the answer of a known (or unknown) link and, once sent, hands a visit that reached its destination on. */
+  function answerVisit(
+    request: FastifyRequest,
+    reply: FastifyReply,
+    view: RedirectView | null,
+    extras: AnswerExtras & { unlocked?: boolean } = {},
+  ) {
+    if (view === null) {
+      counters.notFound++
+      return sendAnswer(reply, null, NOT_FOUND)
+    }
+    const userAgent = request.headers['user-agent']
+    const country = visitorCountry(request.headers[options.countryHeader])
+    const queryAt = request.url.indexOf('?')
+    const query = queryAt === -1 ? '' : request.url.slice(queryAt + 1)
+    const unlocked =
+      extras.unlocked ??
+      (view.passwordHash === null || cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie))
+    const answer = evaluate(view, { userAgent, country, query, unlocked }, redirects.now(), redirects.random)
+    counters[COUNTER[answer.kind]]++
+    sendAnswer(reply, view, answer, extras)
+    if ((answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial') && request.method !== 'HEAD') {
+      handOn({
+        link: view.uniq,
+        workspaceId: view.workspaceId,
+        answer: answer.kind,
+        destination: answer.destination,
+        at: redirects.now(),
+        country,
+        userAgent,
+        referrer: request.headers.referer,
+        address: request.ip,
+      })
+    }
+    return reply
+  }
+
+  // Visits are handed to app.visits after the answers are written (setImmediate runs once this turn of the event
+  // loop has sent them), all of one turn together: nothing done for their record delays a visitor.
+  let handingOn: Visit[] = []
+  function handOn(visit: Visit): void {
+    if (handingOn.push(visit) === 1) setImmediate(recordVisits)
+  }
+  function recordVisits(): void {
+    const visits = handingOn
+    handingOn = []
+    for (const visit of visits) {
+      try {
+        app.visits.record(visit)
+      } catch (error) {
+        app.log.error({ err: error }, 'redirects: recording a visit failed')
+      }
+    }
+  }
+
+  // A warm link is answered synchronously: no promise in between, and nothing returned (a returned reply
+  // would make Fastify wait for the response to finish).
+  app.get<SlugRoute>('/:slug', visitorRoute, function visit(request, reply) {
+    const host = shortHost(request)
+    if (host === null) {
+      notARoute(reply)
+      return
+    }
+    const { slug } = request.params
+    const view = SLUG.test(slug) ? redirects.lookup(host, slug) : null
+    if (view instanceof Promise) return view.then((loaded) => answerVisit(request, reply, loaded))
+    answerVisit(request, reply, view)
+  })
+
+  app.post<SlugRoute>(
+    '/:slug',
+    {
+      ...visitorRoute,
+      bodyLimit: FORM_BODY_LIMIT,
+      onRequest: async (request, reply) => {
+        if (shortHost(request) === null) return notARoute(reply)
+        if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+          throw unsupportedMediaType('The body must be sent as Content-Type: application/x-www-form-urlencoded')
+        }
+      },
+    },
+    async function submitPassword(request, reply) {
+      const host = shortHost(request)!
+      const { slug } = request.params
+      const view = SLUG.test(slug) ? await redirects.lookup(host, slug) : null
+      const now = redirects.now()
+      // Only a live protected link takes a password; otherwise the form's address answers as its GET would.
+      if (view === null || isExpired(view, now) || view.passwordHash === null) return answerVisit(request, reply, view)
+      const password = (request.body as Record<string, unknown> | undefined)?.password
+      if (typeof password !== 'string' || password === '') {
+        return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message: 'Enter the password.' } })
+      }
+      const decision = await throttle.take(view.uniq, request.ip, now)
+      if (!decision.allowed) {
+        counters.throttled++
+        const minutes = Math.ceil(decision.retryAfterSeconds / 60)
+        const message = `Too many wrong passwords. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`
+        return answerVisit(request, reply, view, {
+          unlocked: false,
+          passwordError: { status: 429, message, retryAfterSeconds: decision.retryAfterSeconds },
+        })
+      }
+      // scrypt, compared with timingSafeEqual (src/links/password.ts); longer than any stored password is wrong.
+      const right = password.length <= LIMITS.password && (await verifyPassword(password, view.passwordHash))
+      if (!right) {
+        counters.wrongPassword++
+        return answerVisit(request, reply, view, {
+          unlocked: false,
+          passwordError: { status: 401, message: 'That password is not right. Try again.' },
+        })
+      }
+      throttle.giveBack(view.uniq, request.ip, decision.ticket)
+      const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, `/${slug}`, request.protocol === 'https')
+      return answerVisit(request, reply, view, { unlocked: true, setCookie })
+    },
+  )
+
+  // Lets link previews (crawlers) read every link page.
+  app.get('/robots.txt', visitorRoute, (request, reply) => {
+    if (shortHost(request) === null) return notARoute(reply)
+    return reply.type('text/plain; charset=utf-8').header('cache-control', 'public, max-age=86400').send(ROBOTS_TXT)
+  })
+
+  // Browsers ask for it on every page; an empty 404 they may remember for a day, at no cost.
+  app.get('/favicon.ico', visitorRoute, (request, reply) => {
+    if (shortHost(request) === null) return notARoute(reply)
+    return reply.code(404).header('cache-control', 'public, max-age=86400').send()
+  })
+
+  // Any other path of a short domain (`/`, `/a/b`) is no link: the 404 page, not the API's JSON.
+  app.get('/*', visitorRoute, (request, reply) => {
+    if (shortHost(request) === null) return notARoute(reply)
+    counters.notFound++
+    return sendPage(reply, notFoundPage())
+  })
+}

@@ -1,0 +1,55 @@
+/**
+ * Which hosts are short domains: DEFAULT_DOMAIN, RESERVED_DOMAINS and every workspace's domain. The
+ * workspaces' domains are read whole into memory at start and read again in the background once the copy is
+ * older than DOMAINS_REFRESH_MS, so a visit never waits for it; a domain added by the command line (another
+ * process) is served within about that long.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { PrismaClient } from '../db/database.js'
+
+export const DOMAINS_REFRESH_MS = 5000
+
+export class ShortDomains {
+  private hosts = new Set<string>()
+  private readAt = -Infinity
+  private refreshing: Promise<void> | null = null
+
+  constructor(
+    private readonly prisma: PrismaClient,
+    private readonly fixed: string[],
+    private readonly log: FastifyBaseLogger,
+    private readonly refreshMs = DOMAINS_REFRESH_MS,
+  ) {
+    this.hosts = new Set(fixed)
+  }
+
+  /** `host`: lower case, without port or final dot. */
+  has(host: string): boolean {
+    if (Date.now() - this.readAt >= this.refreshMs) void this.refresh()
+    return this.hosts.has(host)
+  }
+
+  /** Reads the domains now (once at a time); a failure keeps the previous set and is tried again later. */
+  refresh(): Promise<void> {
+    this.refreshing ??= this.read().finally(() => {
+      this.refreshing = null
+    })
+    return this.refreshing
+  }
+
+  private async read(): Promise<void> {
+    this.readAt = Date.now()
+    try {
+      const rows = await this.prisma.domain.findMany({ select: { host: true } })
+      this.hosts = new Set([...this.fixed, ...rows.map((row) => row.host)])
+    } catch (error) {
+      this.log.warn({ err: error }, 'redirects: could not read the short domains; keeping the ones known')
+    }
+  }
+}
+
+/** The request's host as a short domain would be written: lower case, no port, no final dot. */
+export function requestHost(hostname: string): string {
+  const host = hostname.toLowerCase()
+  return host.endsWith('.') ? host.slice(0, -1) : host
+}

@@ -1,0 +1,48 @@
+/**
+ * The password form in a real browser, end to end: a wrong password (401 and the message), the right one
+ * (the destination), and the cookie that spares the form on the next visit.
+ */
+import t from 'tap'
+import { screenshot, startVisitorSide, DESKTOP } from './browser.js'
+
+const side = await startVisitorSide(t)
+await side.link({ id: 'secret', url: side.destination.url('/secret?from=form'), passwordProtect: { enable: true, password: 'open sesame' } })
+
+t.test('wrong password: 401 and the message; right password: the destination; then the cookie skips the form', async (t) => {
+  const visit = await side.open()
+  const { page } = visit
+  const first = await page.goto(side.short('secret'))
+  t.equal(first?.status(), 200)
+  t.equal(await page.title(), 'Password required')
+  await screenshot(page, 'password-phone')
+
+  await page.fill('input[name=password]', 'wrong guess')
+  const [wrong] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
+  t.equal(wrong?.status(), 401)
+  t.equal(wrong?.request().method(), 'POST')
+  t.equal(await page.textContent('[role=alert]'), 'That password is not right. Try again.')
+  await screenshot(page, 'password-wrong-phone')
+
+  await page.fill('input[name=password]', 'open sesame')
+  await Promise.all([page.waitForURL(side.destination.url('/secret?from=form'), { timeout: 10_000 }), page.click('button[type=submit]')])
+  t.equal(await page.textContent('#destination'), 'Destination page')
+
+  const [cookie] = await visit.context.cookies(side.short('secret'))
+  t.match(cookie, { httpOnly: true, sameSite: 'Lax', path: '/secret' })
+
+  const again = await page.goto(side.short('secret'))
+  t.equal(page.url(), side.destination.url('/secret?from=form'), 'straight to the destination, no form')
+  t.equal(again?.request().redirectedFrom()?.url(), side.short('secret'))
+  t.same(visit.thirdParty, [])
+  t.same(visit.dialogs, [])
+  t.same(visit.console.filter((line) => /Content Security Policy/.test(line)), [], 'no CSP violation')
+  await visit.context.close()
+})
+
+t.test('the form on a desktop screen', async (t) => {
+  const visit = await side.open({ viewport: DESKTOP })
+  await visit.page.goto(side.short('secret'))
+  t.equal(await visit.page.isVisible('input[name=password]'), true)
+  await screenshot(visit.page, 'password-desktop')
+  await visit.context.close()
+})

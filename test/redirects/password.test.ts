@@ -1,0 +1,215 @@
+/**
+ * Step 3, password protection: the form, a wrong password (401), the right one (302 onwards and a signed cookie
+ * that spares the form for 24 hours, for that link and its current password only), and the limit of 10 wrong
+ * tries per link and address in 15 minutes (429), shared by every instance through Redis.
+ */
+import { createHmac } from 'node:crypto'
+import t from 'tap'
+import { PASSWORD_WINDOW_MS } from '../../src/redirects/password-throttle.js'
+import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
+import { buildTestApp, json } from '../support/test-app.js'
+import { acmeWorkspace, DESKTOP, pageHeaders, postPassword, visit } from './visit-support.js'
+
+const SECRET = 'a-cookie-secret-of-at-least-32-characters'
+const T = Date.UTC(2031, 0, 1, 9, 0, 0)
+let now = T
+const clock = { now: () => now }
+const first = await buildTestApp(t, { env: { COOKIE_SECRET: SECRET }, redirects: clock })
+const { app, database } = first
+const { api, link } = await acmeWorkspace(first)
+t.beforeEach(() => {
+  now = T
+})
+
+const PAGE = { type: 'text/html; charset=utf-8', cacheControl: 'private, no-store', hasCsp: true, location: undefined }
+const protectedLink = (id: string, extra: Record<string, unknown> = {}) =>
+  link({ id, url: `https://example.com/${id}`, passwordProtect: { enable: true, password: 'open sesame' }, ...extra })
+const cookieOf = (setCookie: unknown) => String(setCookie).split(';')[0]
+let addresses = 0
+const nextAddress = () => `192.0.2.${++addresses}`
+
+t.test('a wrong password: 401, the form again with a message, no cookie', async (t) => {
+  await protectedLink('wrong')
+  const response = await postPassword(app, '/wrong', 'guess')
+  t.match(pageHeaders(response), { status: 401, ...PAGE })
+  t.match(response.body, /<form method="post"/)
+  t.match(response.body, /not right/)
+  t.equal(response.headers['set-cookie'], undefined)
+})
+
+t.test('the right password: 302 onwards with a signed, HttpOnly, SameSite=Lax cookie for that link for 24 h', async (t) => {
+  const created = await protectedLink('right')
+  const response = await postPassword(app, '/right?ref=mail', 'open sesame')
+  t.equal(response.statusCode, 302)
+  t.equal(response.headers.location, 'https://example.com/right?ref=mail')
+  t.equal(response.headers['cache-control'], 'private, max-age=0')
+  const setCookie = String(response.headers['set-cookie'])
+  const expiry = Math.floor(T / 1000) + 86400
+  const stored = await first.prisma.link.findUniqueOrThrow({ where: { uniq: created.uniq } })
+  const signature = createHmac('sha256', SECRET).update(`${created.uniq}.${expiry}.${stored.passwordHash}`).digest('base64url')
+  t.equal(setCookie, `sl_access=${created.uniq}.${expiry}.${signature}; Max-Age=86400; Path=/right; HttpOnly; SameSite=Lax`)
+
+  const again = await visit(app, '/right', { headers: { cookie: `other=1; ${cookieOf(setCookie)}` } })
+  t.equal(again.statusCode, 302, 'the cookie spares the form')
+  t.equal(again.headers.location, 'https://example.com/right')
+  t.equal((await visit(app, '/right')).statusCode, 200, 'without it, the form')
+})
+
+t.test('behind a trusted proxy that says https, the cookie is Secure', async (t) => {
+  await protectedLink('secure')
+  const { app: proxied } = await buildTestApp(t, { database, env: { COOKIE_SECRET: SECRET, TRUST_PROXY: '127.0.0.1' }, redirects: clock })
+  await proxied.redirects.domains.refresh()
+  const response = await proxied.inject({
+    method: 'POST', url: '/secure', payload: 'password=open+sesame',
+    headers: { host: 'go.acme.test', 'user-agent': DESKTOP, 'x-forwarded-proto': 'https', 'content-type': 'application/x-www-form-urlencoded' },
+  })
+  t.equal(response.statusCode, 302)
+  t.match(String(response.headers['set-cookie']), /; Secure$/)
+})
+
+t.test('the cookie ends after 24 hours', async (t) => {
+  await protectedLink('day')
+  const cookie = cookieOf((await postPassword(app, '/day', 'open sesame')).headers['set-cookie'])
+  now = T + 86_400_000 - 1000
+  t.equal((await visit(app, '/day', { headers: { cookie } })).statusCode, 302, 'a second before')
+  now = T + 86_400_000
+  const expired = await visit(app, '/day', { headers: { cookie } })
+  t.equal(expired.statusCode, 200, 'at 24 h: the form again')
+  t.match(expired.body, /<form method="post"/)
+})
+
+t.test('a new password voids the cookies given before', async (t) => {
+  const created = await protectedLink('changed')
+  const cookie = cookieOf((await postPassword(app, '/changed', 'open sesame')).headers['set-cookie'])
+  t.equal((await visit(app, '/changed', { headers: { cookie } })).statusCode, 302)
+  t.equal((await api.update(created.uniq, { passwordProtect: { enable: true, password: 'new secret' } })).statusCode, 200)
+  t.equal((await visit(app, '/changed', { headers: { cookie } })).statusCode, 200, 'the old cookie no longer opens it')
+  t.equal((await postPassword(app, '/changed', 'open sesame')).statusCode, 401, 'nor does the old password')
+  t.equal((await postPassword(app, '/changed', 'new secret')).statusCode, 302)
+})
+
+t.test('a cookie opens its own link only, and only as signed', async (t) => {
+  const a = await protectedLink('first-link')
+  const b = await protectedLink('second-link')
+  const cookie = cookieOf((await postPassword(app, '/first-link', 'open sesame')).headers['set-cookie'])
+  t.equal((await visit(app, '/second-link', { headers: { cookie } })).statusCode, 200, 'another link asks for its own password')
+  const [, expiry, signature] = cookie.split('=')[1].split('.')
+  const forged = [
+    `sl_access=${b.uniq}.${expiry}.${signature}`,
+    `sl_access=${a.uniq}.${Number(expiry) + 86400}.${signature}`,
+    `sl_access=${a.uniq}.${expiry}.${signature.slice(0, -2)}AA`,
+    `sl_access=${a.uniq}.${expiry}`,
+    `sl_access=${a.uniq}.${expiry}.${signature}.x`,
+    'sl_access=',
+  ]
+  for (const value of forged) t.equal((await visit(app, '/first-link', { headers: { cookie: value } })).statusCode, 200, value)
+
+  const { app: sameSecret } = await buildTestApp(t, { database, env: { COOKIE_SECRET: SECRET }, redirects: clock })
+  const { app: otherSecret } = await buildTestApp(t, { database, env: { COOKIE_SECRET: 'another-secret-of-at-least-32-characters' }, redirects: clock })
+  const { app: noSecret } = await buildTestApp(t, { database, redirects: clock })
+  for (const instance of [sameSecret, otherSecret, noSecret]) await instance.redirects.domains.refresh()
+  t.equal((await visit(sameSecret, '/first-link', { headers: { cookie } })).statusCode, 302, 'an instance with the same COOKIE_SECRET accepts it')
+  t.equal((await visit(otherSecret, '/first-link', { headers: { cookie } })).statusCode, 200, 'another secret does not')
+  t.equal((await visit(noSecret, '/first-link', { headers: { cookie } })).statusCode, 200, 'nor a key of its own')
+})
+
+t.test('after the right password the evaluation goes on: a masked link shows its page', async (t) => {
+  await protectedLink('masked-secret', { masking: true })
+  const response = await postPassword(app, '/masked-secret', 'open sesame')
+  t.match(pageHeaders(response), { status: 200, ...PAGE })
+  t.match(response.body, /<iframe src="https:\/\/example\.com\/masked-secret"/)
+  t.match(String(response.headers['set-cookie']), /^sl_access=/)
+})
+
+t.test('what the form address does with other posts', async (t) => {
+  await protectedLink('posts')
+  const empty = await postPassword(app, '/posts', '')
+  t.equal(empty.statusCode, 401)
+  t.match(empty.body, /Enter the password/)
+  const asJson = await app.inject({
+    method: 'POST', url: '/posts', headers: { host: 'go.acme.test', 'content-type': 'application/json' }, payload: '{"password":"open sesame"}',
+  })
+  t.equal(asJson.statusCode, 415)
+  t.equal(json(asJson).code, 'unsupported_media_type')
+  t.match(json(asJson).detail, /application\/x-www-form-urlencoded/)
+  const tooLarge = await postPassword(app, '/posts', 'x'.repeat(5000))
+  t.equal(tooLarge.statusCode, 413)
+  t.equal((await postPassword(app, '/posts', 'x'.repeat(129))).statusCode, 401, 'longer than any password: wrong')
+  t.match(pageHeaders(await postPassword(app, '/nothing', 'x')), { status: 404, ...PAGE })
+  await link({ id: 'open', url: 'https://example.com/open' })
+  const open = await postPassword(app, '/open', 'x')
+  t.equal(open.statusCode, 302, 'a link without a password answers as its GET would')
+  t.equal(open.headers.location, 'https://example.com/open')
+})
+
+/** Posts `count` wrong passwords from an address; returns the statuses. */
+async function wrongTries(instance: typeof app, path: string, address: string, count: number): Promise<number[]> {
+  const statuses: number[] = []
+  for (let i = 0; i < count; i++) statuses.push((await postPassword(instance, path, `guess ${i}`, { remoteAddress: address })).statusCode)
+  return statuses
+}
+
+t.test('10 wrong tries per link and address in 15 minutes; the 11th is 429 with Retry-After, even if right', async (t) => {
+  await protectedLink('guarded')
+  const address = nextAddress()
+  t.same(await wrongTries(app, '/guarded', address, 10), Array(10).fill(401))
+  now = T + 5 * 60_000
+  const refused = await postPassword(app, '/guarded', 'open sesame', { remoteAddress: address })
+  t.match(pageHeaders(refused), { status: 429, ...PAGE })
+  t.equal(refused.headers['retry-after'], '600', 'when the first try leaves the window')
+  t.match(refused.body, /Too many wrong passwords/)
+  t.equal(refused.headers['set-cookie'], undefined)
+  t.equal((await postPassword(app, '/guarded', 'open sesame', { remoteAddress: nextAddress() })).statusCode, 302, 'another address may')
+  t.equal((await visit(app, '/guarded', { remoteAddress: address })).statusCode, 200, 'the form itself is still shown')
+
+  now = T + PASSWORD_WINDOW_MS
+  t.equal((await postPassword(app, '/guarded', 'open sesame', { remoteAddress: address })).statusCode, 302, 'after 15 minutes, tries again')
+})
+
+t.test('the window slides, and the right password does not count', async (t) => {
+  await protectedLink('sliding')
+  const address = nextAddress()
+  t.same(await wrongTries(app, '/sliding', address, 5), Array(5).fill(401))
+  now = T + 10 * 60_000
+  t.same(await wrongTries(app, '/sliding', address, 4), Array(4).fill(401))
+  t.equal((await postPassword(app, '/sliding', 'open sesame', { remoteAddress: address })).statusCode, 302)
+  t.same(await wrongTries(app, '/sliding', address, 2), [401, 429], 'the right one gave its try back: 10 wrong, then 429')
+  t.equal((await postPassword(app, '/sliding', 'x', { remoteAddress: address })).headers['retry-after'], '300')
+  now = T + PASSWORD_WINDOW_MS
+  t.same(await wrongTries(app, '/sliding', address, 1), [401], 'the first five have left the window')
+})
+
+t.test('the tries are counted in Redis, shared by every instance', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
+  const keyPrefix = redisKeyPrefix(t)
+  const env = { COOKIE_SECRET: SECRET, REDIS_URL: REDIS_URL! }
+  const [a, b] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, redirects: { ...clock, keyPrefix } })))
+  for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
+  await protectedLink('shared')
+  const address = nextAddress()
+  t.same(await wrongTries(a.app, '/shared', address, 6), Array(6).fill(401))
+  t.same(await wrongTries(b.app, '/shared', address, 4), Array(4).fill(401))
+  t.equal((await postPassword(a.app, '/shared', 'open sesame', { remoteAddress: address })).statusCode, 429)
+  t.equal((await postPassword(b.app, '/shared', 'open sesame', { remoteAddress: address })).statusCode, 429)
+})
+
+t.test('a Redis that cannot be reached: the tries are counted in the process meanwhile', async (t) => {
+  const { app: cut } = await buildTestApp(t, {
+    database,
+    env: { COOKIE_SECRET: SECRET, REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+    redirects: clock,
+  })
+  await cut.redirects.domains.refresh()
+  await protectedLink('no-redis')
+  const address = nextAddress()
+  t.same(await wrongTries(cut, '/no-redis', address, 11), [...Array(10).fill(401), 429])
+})
+
+t.test('without COOKIE_SECRET the start-up log warns that several instances need it', async (t) => {
+  const warningsOf = async (env: Record<string, string>) => {
+    const lines: string[] = []
+    await buildTestApp(t, { database, env, logger: { level: 'warn', stream: { write: (line: string) => void lines.push(JSON.parse(line).msg) } } })
+    return lines.filter((msg) => /COOKIE_SECRET/.test(msg))
+  }
+  t.match(await warningsOf({}), [/COOKIE_SECRET is unset.*several instances need COOKIE_SECRET set/])
+  t.same(await warningsOf({ COOKIE_SECRET: SECRET }), [])
+})

@@ -1,0 +1,180 @@
+/**
+ * Which requests reach the visitor side: GET/HEAD /<slug> on a short domain (a workspace's, DEFAULT_DOMAIN or a
+ * reserved one; Host without port, any case; X-Forwarded-Host only from a trusted proxy), slugs in any case,
+ * the API on every host, other hosts answered as before (problem+json 404), robots.txt and favicon.ico, and no
+ * log line per visit.
+ */
+import t from 'tap'
+import { buildTestApp, client, createWorkspaceToken, DEFAULT_DOMAIN, json, OFFICIAL_DOMAIN } from '../support/test-app.js'
+import { acmeWorkspace, DESKTOP, pageHeaders, visit } from './visit-support.js'
+
+const first = await buildTestApp(t)
+const { app, prisma, database } = first
+const { token, link } = await acmeWorkspace(first)
+await link({ id: 'Summer', url: 'https://example.com/summer-sale' })
+
+t.test('a link on a workspace domain: 302 to its url, private, no body', async (t) => {
+  const response = await visit(app, '/Summer')
+  t.equal(response.statusCode, 302)
+  t.equal(response.headers.location, 'https://example.com/summer-sale')
+  t.equal(response.headers['cache-control'], 'private, max-age=0')
+  t.equal(response.body, '')
+})
+
+t.test('slugs match in any case; the Host header in any case, with a port or a final dot', async (t) => {
+  for (const [host, path] of [
+    ['go.acme.test', '/summer'],
+    ['go.acme.test', '/SUMMER'],
+    ['GO.Acme.TEST:8080', '/sUmMeR'],
+    ['go.acme.test.', '/summer'],
+  ]) {
+    const response = await visit(app, path, { host })
+    t.equal(response.statusCode, 302, `${host}${path}`)
+    t.equal(response.headers.location, 'https://example.com/summer-sale')
+  }
+})
+
+t.test('DEFAULT_DOMAIN and the other reserved domains are short domains too', async (t) => {
+  const official = client(app, await createWorkspaceToken(prisma, { workspace: 'official', official: true }))
+  for (const domain of [DEFAULT_DOMAIN, OFFICIAL_DOMAIN]) {
+    const created = await official.create({ domain, id: 'promo', url: `https://example.com/${domain}` }, { autofill: false })
+    t.equal(created.statusCode, 201)
+    const response = await visit(app, '/promo', { host: domain })
+    t.equal(response.statusCode, 302)
+    t.equal(response.headers.location, `https://example.com/${domain}`)
+  }
+})
+
+t.test('HEAD answers what GET would, without a body', async (t) => {
+  const redirect = await visit(app, '/summer', { method: 'HEAD' })
+  t.equal(redirect.statusCode, 302)
+  t.equal(redirect.headers.location, 'https://example.com/summer-sale')
+  t.equal(redirect.headers['cache-control'], 'private, max-age=0')
+  const missing = await visit(app, '/nothing-here', { method: 'HEAD' })
+  const get = await visit(app, '/nothing-here')
+  t.match(pageHeaders(missing), { status: 404, type: 'text/html; charset=utf-8', cacheControl: 'private, no-store', hasCsp: true })
+  t.equal(missing.body, '')
+  t.ok(get.body.length > 0)
+})
+
+t.test('on a short domain, anything that is no link is the 404 page', async (t) => {
+  for (const path of ['/unknown', '/', '/a/b', '/not.a.slug', '/with%20space', `/${'x'.repeat(65)}`, `/${'y'.repeat(300)}`, '/v1']) {
+    const response = await visit(app, path)
+    t.match(pageHeaders(response), { status: 404, type: 'text/html; charset=utf-8', cacheControl: 'private, no-store', hasCsp: true }, path)
+  }
+})
+
+t.test('on any other host these paths are the API\'s problem+json 404, as before', async (t) => {
+  for (const host of ['api.example.com', 'localhost:3000', '127.0.0.1', 'acme.test']) {
+    for (const path of ['/summer', '/', '/robots.txt', '/favicon.ico', '/a/b']) {
+      const response = await visit(app, path, { host })
+      t.equal(response.statusCode, 404, `${host}${path}`)
+      t.equal(response.headers['content-type'], 'application/problem+json; charset=utf-8')
+      t.equal(json(response).code, 'not_found')
+    }
+  }
+  const posted = await app.inject({
+    method: 'POST', url: '/summer', headers: { host: 'api.example.com', 'content-type': 'application/x-www-form-urlencoded' }, payload: 'password=x',
+  })
+  t.equal(posted.statusCode, 404)
+  t.equal(json(posted).code, 'not_found')
+})
+
+t.test('the API works on every host, short domains included', async (t) => {
+  for (const host of ['go.acme.test', 'api.example.com']) {
+    t.equal((await visit(app, '/healthz', { host })).statusCode, 200)
+    t.equal((await visit(app, '/openapi.json', { host })).statusCode, 200)
+    const list = await app.inject({ url: '/v1/links', headers: { host, 'api-authorization': token } })
+    t.equal(list.statusCode, 200)
+    t.equal(json(list).links[0].id, 'Summer')
+  }
+})
+
+t.test('the visitor routes are not in the OpenAPI document', async (t) => {
+  const paths = Object.keys(json(await visit(app, '/openapi.json', { host: 'api.example.com' })).paths)
+  t.notOk(paths.some((path) => path.includes('slug') || path === '/robots.txt' || path === '/favicon.ico' || path.includes('*')), paths.join(' '))
+})
+
+t.test('X-Forwarded-Host counts only from a proxy TRUST_PROXY trusts', async (t) => {
+  const forwarded = { host: 'internal.lb', headers: { 'x-forwarded-host': 'go.acme.test' } }
+  const untrusted = await visit(app, '/summer', forwarded)
+  t.equal(untrusted.statusCode, 404)
+  t.equal(json(untrusted).code, 'not_found')
+
+  const behindProxy = await buildTestApp(t, { database, env: { TRUST_PROXY: '127.0.0.1' } })
+  await behindProxy.app.redirects.domains.refresh()
+  const trusted = await visit(behindProxy.app, '/summer', { ...forwarded, remoteAddress: '127.0.0.1' })
+  t.equal(trusted.statusCode, 302)
+  t.equal(trusted.headers.location, 'https://example.com/summer-sale')
+  const otherSender = await visit(behindProxy.app, '/summer', { ...forwarded, remoteAddress: '10.1.2.3' })
+  t.equal(otherSender.statusCode, 404, 'a sender that is not the trusted proxy cannot choose the host')
+})
+
+t.test('a domain added later (by the command line) is served once the domains are read again', async (t) => {
+  const { app: fresh } = await buildTestApp(t, { database, redirects: { domainsRefreshMs: 0 } })
+  await fresh.redirects.domains.refresh()
+  const later = client(fresh, await createWorkspaceToken(prisma, { workspace: 'later', domains: ['go.later.test'] }))
+  t.equal((await later.create({ domain: 'go.later.test', id: 'new', url: 'https://example.com/new' }, { autofill: false })).statusCode, 201)
+  // The first visit starts a read of the domains (in the background); a visit after it is served.
+  await visit(fresh, '/new', { host: 'go.later.test' })
+  await fresh.redirects.domains.refresh()
+  const response = await visit(fresh, '/new', { host: 'go.later.test' })
+  t.equal(response.statusCode, 302)
+  t.equal(response.headers.location, 'https://example.com/new')
+})
+
+t.test('robots.txt lets crawlers read the link pages; favicon.ico is an empty 404 browsers may keep', async (t) => {
+  const robots = await visit(app, '/robots.txt')
+  t.equal(robots.statusCode, 200)
+  t.equal(robots.headers['content-type'], 'text/plain; charset=utf-8')
+  t.equal(robots.body, 'User-agent: *\nAllow: /\n')
+  const favicon = await visit(app, '/favicon.ico')
+  t.equal(favicon.statusCode, 404)
+  t.equal(favicon.body, '')
+  t.equal(favicon.headers['cache-control'], 'public, max-age=86400')
+})
+
+t.test('no log line per visit at info, a counter instead; API requests are still logged', async (t) => {
+  const lines: { level: number; msg: string; req?: { url: string } }[] = []
+  const { app: logged } = await buildTestApp(t, {
+    database,
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+  })
+  await logged.redirects.domains.refresh()
+  for (const path of ['/summer', '/unknown', '/robots.txt', '/favicon.ico', '/a/b']) await visit(logged, path)
+  await visit(logged, '/summer', { method: 'HEAD' })
+  t.same(lines.filter((line) => line.level < 40), [], 'nothing below warn for visits')
+  t.equal(logged.redirects.counters.redirect, 2)
+  t.equal(logged.redirects.counters.notFound, 2)
+
+  await logged.inject({ url: '/healthz', headers: { host: 'go.acme.test', 'user-agent': DESKTOP } })
+  t.ok(lines.some((line) => line.req?.url === '/healthz'), 'the API keeps its request log')
+})
+
+t.test('a database that cannot be reached: 503, and an error line with the request id', async (t) => {
+  const lines: { level: number; msg: string; reqId?: string }[] = []
+  const unreachable = { ...database, query: async () => Promise.reject(new Error('connect ECONNREFUSED 127.0.0.1:5432')) }
+  const { app: cut } = await buildTestApp(t, {
+    database: unreachable,
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
+  })
+  await cut.redirects.domains.refresh()
+  const response = await visit(cut, '/summer', { headers: { 'x-request-id': 'visit-42' } })
+  t.equal(response.statusCode, 503)
+  t.equal(json(response).code, 'unavailable')
+  t.match(lines.filter((line) => line.level >= 50), [{ level: 50, reqId: 'visit-42', msg: 'request failed' }])
+  t.notOk(lines.some((line) => line.level < 40), 'still nothing below warn')
+})
+
+t.test('the password form\'s body type is the visitor routes\' only: the API does not parse it', async (t) => {
+  // The API's body routes refuse anything but JSON in onRequest; a DELETE has no such guard, so it shows
+  // whether a form parser reached the API's scope.
+  const created = await link({ id: 'form-delete' })
+  const response = await app.inject({
+    method: 'DELETE', url: `/v1/links/${created.uniq}`,
+    headers: { host: 'go.acme.test', 'api-authorization': token, 'content-type': 'application/x-www-form-urlencoded' },
+    payload: 'a=b',
+  })
+  t.equal(response.statusCode, 415)
+  t.equal(json(response).code, 'unsupported_media_type')
+})
