@@ -3,7 +3,9 @@
  * server named by DATABASE_URL (dropped afterwards), or an in-memory PGlite when it is unset. Files can
  * therefore run side by side without seeing each other's data.
  */
-import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import type { FastifyInstance, FastifyServerOptions, LightMyRequestResponse } from 'fastify'
+import { appendFileSync, mkdirSync } from 'node:fs'
+import { dirname, relative } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { isIP } from 'node:net'
 import pg from 'pg'
@@ -95,6 +97,23 @@ export const testAutofill = (): AutofillPluginOptions => ({
   keyPrefix: `test-${randomBytes(4).toString('hex')}:`,
 })
 
+/**
+ * Where every app of the suite built without a logger of its own writes its lines at level error (50) and
+ * above: the service logs every 500 there, so a line means a fault no test asked for. `npm test` empties the
+ * file first and fails when it holds anything afterwards (test/support/check-server-log.ts). A test that
+ * provokes a 500 on purpose passes a logger of its own.
+ */
+export const SERVER_ERROR_LOG = 'test-artifacts/server-errors.ndjson'
+
+function unexpectedErrorLogger(): FastifyServerOptions['logger'] {
+  mkdirSync(dirname(SERVER_ERROR_LOG), { recursive: true })
+  const testFile = relative(process.cwd(), process.argv[1] ?? 'unknown')
+  return {
+    level: 'error',
+    stream: { write: (line: string) => appendFileSync(SERVER_ERROR_LOG, JSON.stringify({ testFile, ...JSON.parse(line) }) + '\n') },
+  }
+}
+
 export async function buildTestApp(
   t: Teardown,
   options: { env?: Record<string, string>; database?: Database } & Partial<Omit<AppOptions, 'config' | 'database'>> = {},
@@ -103,7 +122,8 @@ export async function buildTestApp(
   const database = options.database ?? (await openTestDatabase(t)).database
   const config = testConfig(options.env)
   const autofill = { ...testAutofill(), ...options.autofill }
-  const app = await buildApp({ ...options, autofill, config, database, logger: options.logger ?? false })
+  const logger = options.logger ?? unexpectedErrorLogger()
+  const app = await buildApp({ ...options, autofill, config, database, logger })
   t.teardown(() => app.close())
   return { app, database, prisma: database.prisma, config }
 }
