@@ -9,8 +9,9 @@
  *
  * A busy database may answer 503 (with Retry-After): a writer of a link that waited longer than it may for
  * its turn, a transaction that could not get a connection in time. How many depends on the machine's speed,
- * so the tests allow it and assert the invariants on what succeeded; on the development machine (2 cores)
- * every request of these bursts succeeded.
+ * so the tests allow it and assert the invariants on what succeeded. On the development machine (2 cores,
+ * shared) every request of these bursts succeeded when it was quiet; under a load average of 10, up to about
+ * half of the 300 updates of one link were 503 in the mixed burst.
  *
  * Sizes: the issue's (300 updates + 300 creates at once, 200 title updates, 30 and 20 pixel writers) on
  * PostgreSQL, a fifth of them on PGlite (serialised, slow, and proving little). CONCURRENCY_SCALE=<factor>
@@ -24,7 +25,6 @@ import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, client, createWorkspaceToken, openTestDatabase } from '../support/test-app.js'
 
 type Json = Record<string, any>
-
 
 /** Every line the app logs at warn and above; a level-50 line is a 500 or worse. */
 const logLines: Json[] = []
@@ -332,5 +332,5 @@ t.test('the log holds no error line: contention is not an internal error', async
     const key = `${line.msg}: ${line.err?.code ?? ''} ${String(line.err?.message).slice(-120)}`
     warnings.set(key, (warnings.get(key) ?? 0) + 1)
   }
-  t.comment(JSON.stringify(Object.fromEntries(warnings), null, 1))
+  t.comment(`warnings (503s and their causes): ${JSON.stringify(Object.fromEntries(warnings), null, 1)}`)
 })
