@@ -72,6 +72,7 @@ process.on('message', async (message: string) => {
     process.send!({
       cpuMicros: cpu.user + cpu.system,
       rss: process.memoryUsage().rss,
+      heapTotal: process.memoryUsage().heapTotal,
       startRss,
       maxRss,
       reads: redirects?.cache.reads ?? 0,

@@ -89,6 +89,7 @@ interface Run {
 interface Stats {
   cpuMicros: number
   rss: number
+  heapTotal: number
   startRss: number
   maxRss: number
   reads: number
@@ -201,7 +202,10 @@ async function main() {
   )
   console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
   const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
-  console.log(`service RSS: ${mb(stats.startRss)} once started, ${mb(stats.rss)} now, ${mb(stats.maxRss)} at most (target < 200 MB)`)
+  console.log(
+    `service RSS: ${mb(stats.startRss)} once started, ${mb(stats.rss)} now (V8 heap ${mb(stats.heapTotal)}), ` +
+      `${mb(stats.maxRss)} at most (target < 200 MB)`,
+  )
   console.log(
     `database reads per visit at full rate: ${((afterFull.reads - readsBefore) / full.service.answered).toFixed(3)} ` +
       `(expected about 0.10: 9% cold + 1% unknown); answers since start: ${JSON.stringify(afterFull.counters)}`,
