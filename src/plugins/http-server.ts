@@ -29,6 +29,14 @@ import { replyWithError, sendProblem } from './errors.js'
  */
 export const MAX_PARAM_LENGTH = 4096
 
+/** Whether a segment of the URL's path is longer than a path parameter may be (cheap for the usual short URL). */
+function hasOverlongSegment(url: string): boolean {
+  if (url.length <= MAX_PARAM_LENGTH) return false
+  const queryAt = url.indexOf('?')
+  const path = queryAt === -1 ? url : url.slice(0, queryAt)
+  return path.split('/').some((segment) => segment.length > MAX_PARAM_LENGTH)
+}
+
 export interface HttpTimeouts {
   /** The request line and headers must have arrived this long after the request began, else 408. */
   headersMs: number
@@ -128,8 +136,13 @@ export default fp(
       response.writeHead(problem.status, head).end(body)
     })
     // RFC 9112 requires Host on HTTP/1.1; Node's check (requireHostHeader, off in the options) answers a bare 400.
-    app.addHook('onRequest', async (request, reply) => {
-      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) return sendProblem(reply, missingHost())
+    // The router reports a parameter over maxParamLength only when no other route matches, and the visitor
+    // route `/:slug` matches any one segment, so an overlong segment is refused here, before routing counts.
+    // A callback hook: it runs on every request, visits included.
+    app.addHook('onRequest', (request, reply, done) => {
+      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) sendProblem(reply, missingHost())
+      else if (hasOverlongSegment(request.url)) sendProblem(reply, uriTooLong(MAX_PARAM_LENGTH))
+      else done()
     })
   },
   { name: 'http-server' },

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
-import type { FastifyInstance, FastifySchema } from 'fastify'
+import type { FastifyInstance, FastifySchema, preValidationHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
 import { customFormats } from '../../schemas/formats.js'
 import { validationFailed } from '../errors/app-error.js'
@@ -93,15 +93,20 @@ export default fp(async function validation(app: FastifyInstance) {
   )
   // What no schema can say (src/plugins/client-data.ts), on the parts of the request the route declares it
   // reads: those are what reach the database. A DELETE's stray body or an unknown route's path is left alone.
-  app.addHook('preValidation', async (request) => {
-    const schema = request.routeOptions.schema
-    const found = [
-      ...(schema?.params ? [clientDataProblems(request.params)] : []),
-      ...(schema?.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query)] : []),
-      ...(schema?.body ? [clientDataProblems(request.body)] : []),
-    ]
-    const total = found.reduce((sum, { total }) => sum + total, 0)
-    if (total > 0) throw validationFailed(found.flatMap(({ problems }) => problems), total)
+  // Attached only to routes that declare such a part, so routes without one (the visitor redirects) pay nothing.
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema
+    if (!schema?.params && !schema?.querystring && !schema?.body) return
+    const checkClientData: preValidationHookHandler = (request, _reply, done) => {
+      const found = [
+        ...(schema.params ? [clientDataProblems(request.params)] : []),
+        ...(schema.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query)] : []),
+        ...(schema.body ? [clientDataProblems(request.body)] : []),
+      ]
+      const total = found.reduce((sum, { total }) => sum + total, 0)
+      done(total > 0 ? validationFailed(found.flatMap(({ problems }) => problems), total) : undefined)
+    }
+    route.preValidation = [checkClientData, ...[route.preValidation ?? []].flat()]
   })
 })
 

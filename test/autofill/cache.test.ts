@@ -62,7 +62,8 @@ t.test('a Redis that cannot be reached: pages are fetched without the cache, and
     const response = await client(app, token).create({ url: server.url(`/page?no-redis-${query}`) })
     t.equal(response.statusCode, 201)
     t.equal(response.headers['x-autofill'], 'filled')
-    t.ok(Date.now() - started < 1500, `answered in ${Date.now() - started} ms`)
+    // A bound against a hang (waiting on Redis to come back), loose for a loaded machine: the page answers at once.
+    t.ok(Date.now() - started < 2500, `answered in ${Date.now() - started} ms, not held up by the unreachable Redis`)
   }
   t.equal(warnings.filter((msg) => /autofill cache unreachable/.test(msg)).length, 1, 'one warning, not one per request')
 })

@@ -145,16 +145,18 @@ t.test('Redis stops, freezes and comes back: the policy applies without hanging,
   t.same(responses.map((r) => r.statusCode), [201, 201, 429], 'the quota is enforced again, across both instances')
   const { uniq } = json(responses[0])
 
-  // Frozen (SIGSTOP): connected but silent. Nothing waits more than the 250 ms budget.
+  // Frozen (SIGSTOP): connected but silent. Nothing waits much more than the 250 ms budget: the upper bound is
+  // loose (a loaded machine adds scheduling delay) but well below the 2 s after which the socket is dropped,
+  // which is what a request would wait without the budget.
   redis.kill('SIGSTOP')
   try {
     const allowed = await timed(() => client(allow.app, after.token).update(uniq, { note: 'frozen' }, { autofill: false }))
     t.equal(allowed.response.statusCode, 200, 'frozen, allow: updated')
     t.same(quotaHeaders(allowed.response), noQuotaHeaders)
-    t.ok(allowed.ms >= 250 && allowed.ms < 400, `allow waited the budget and no more: ${allowed.ms.toFixed(1)} ms`)
+    t.ok(allowed.ms >= 250 && allowed.ms < 1500, `allow waited the budget and no more: ${allowed.ms.toFixed(1)} ms`)
     const denied = await timed(() => client(deny.app, after.token).update(uniq, { note: 'denied' }, { autofill: false }))
     t.equal(denied.response.statusCode, 503, 'frozen, deny: 503')
-    t.ok(denied.ms >= 250 && denied.ms < 400, `deny waited the budget and no more: ${denied.ms.toFixed(1)} ms`)
+    t.ok(denied.ms >= 250 && denied.ms < 1500, `deny waited the budget and no more: ${denied.ms.toFixed(1)} ms`)
     const stored = await prisma.link.findUniqueOrThrow({ where: { uniq } })
     t.equal(stored.note, 'frozen', 'the refused update changed nothing')
   } finally {
