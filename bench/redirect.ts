@@ -93,6 +93,7 @@ interface Stats {
   startRss: number
   maxRss: number
   reads: number
+  statements: number
   counters: Record<string, number> | null
 }
 
@@ -170,7 +171,7 @@ async function main() {
   await load(bare, 3)
   await load(service, 3)
 
-  const readsBefore = (await ask<Stats>(service, 'stats')).reads
+  const before = await ask<Stats>(service, 'stats')
   const full = await alternate(bare, service)
   const afterFull = await ask<Stats>(service, 'stats')
   const half = await alternate(bare, service, {
@@ -207,8 +208,9 @@ async function main() {
       `${mb(stats.maxRss)} at most (target < 200 MB)`,
   )
   console.log(
-    `database reads per visit at full rate: ${((afterFull.reads - readsBefore) / full.service.answered).toFixed(3)} ` +
-      `(expected about 0.10: 9% cold + 1% unknown); answers since start: ${JSON.stringify(afterFull.counters)}`,
+    `database reads per visit at full rate: ${((afterFull.reads - before.reads) / full.service.answered).toFixed(3)} links ` +
+      `(expected about 0.10: 9% cold + 1% unknown) in ${((afterFull.statements - before.statements) / full.service.answered).toFixed(3)} statements ` +
+      `(several cold links share one); answers since start: ${JSON.stringify(afterFull.counters)}`,
   )
   await stop(bare)
   await stop(service)

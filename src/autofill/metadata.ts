@@ -6,7 +6,7 @@
  * control characters, white space collapsed, trimmed and cut to the field limits; addresses are resolved
  * against the page's final address and kept only when they are http(s) URLs the API would accept.
  */
-import ogs from 'open-graph-scraper'
+import type ogsFunction from 'open-graph-scraper'
 import type { OnlyGetOpenGraphInfoItem } from 'open-graph-scraper/types'
 import { MAX_URL_LENGTH, isHttpUrl } from '../../schemas/formats.js'
 import { LIMITS } from '../../schemas/link.js'
@@ -15,7 +15,14 @@ export const METADATA_FIELDS = ['title', 'description', 'image', 'favicon'] as c
 export type MetadataField = (typeof METADATA_FIELDS)[number]
 export type PageMetadata = Partial<Record<MetadataField, string>>
 
-type OgsResult = Awaited<ReturnType<typeof ogs>>['result']
+type OgsResult = Awaited<ReturnType<typeof ogsFunction>>['result']
+
+/**
+ * open-graph-scraper and its HTML parser are loaded on the first page read, not at start: an instance that only
+ * redirects visitors (or whose clients send their metadata) never holds them in memory.
+ */
+let scraper: Promise<typeof ogsFunction> | undefined
+const loadScraper = () => (scraper ??= import('open-graph-scraper').then((module) => module.default))
 
 /** Fallbacks open-graph-scraper would otherwise also try, which the contract does not use. */
 const UNUSED_FALLBACKS: OnlyGetOpenGraphInfoItem[] = ['image', 'audioUrl', 'locale', 'logo', 'url', 'date']
@@ -27,6 +34,7 @@ export async function extractMetadata(source: string, pageUrl: URL): Promise<Pag
   const html = source.replaceAll('\0', ' ')
   // First the open-graph and twitter tags alone, then the plain HTML fallbacks (<title>, meta description,
   // icon links): the twitter tags come before the fallbacks, which one run cannot tell apart.
+  const ogs = await loadScraper()
   const tags = (await ogs({ html, onlyGetOpenGraphInfo: true })).result
   const fallbacks = (await ogs({ html, onlyGetOpenGraphInfo: UNUSED_FALLBACKS })).result
 

@@ -48,6 +48,8 @@ export interface Redirects {
   readonly throttle: PasswordThrottle
   readonly cookies: PasswordCookies
   readonly counters: VisitCounters
+  /** Statements sent to read views (each reads one or more links: cache.reads counts the links). */
+  readonly viewStatements: () => number
   readonly now: () => number
   readonly random: () => number
   /** The view of a link (null: no such link), from the cache at once, else read from the database and kept. */
@@ -72,7 +74,12 @@ export default fp(
     const prisma = app.db.prisma
     const now = settings.now ?? Date.now
     const domains = new ShortDomains(prisma, config.reservedDomains, app.log, settings.domainsRefreshMs)
-    const cache = new RedirectCache(batchedViewReader((keys) => loadRedirectViews(app.db, keys)), settings.cache)
+    let viewStatements = 0
+    const readViews = batchedViewReader((keys) => {
+      viewStatements++
+      return loadRedirectViews(app.db, keys)
+    })
+    const cache = new RedirectCache(readViews, settings.cache)
     const apply = (change: Change) => {
       if (change.keys) cache.invalidate(change.keys)
       if (change.workspaceId !== undefined) cache.invalidateWorkspace(change.workspaceId)
@@ -104,6 +111,7 @@ export default fp(
       throttle,
       cookies: new PasswordCookies(config.cookieSecret, now),
       counters,
+      viewStatements: () => viewStatements,
       now,
       random: settings.random ?? Math.random,
       lookup(host: string, slug: string) {

@@ -96,32 +96,49 @@ export async function loadRedirectViews(database: Database, keys: ViewKey[]): Pr
 
 /**
  * Reads views in batches: the links asked for during one turn of the event loop (the requests whose bytes
- * arrived together) are read with one statement. Under load that is one round trip, and its system calls, for
- * several cold visits; alone, a visit waits for the end of the turn only.
+ * arrived together) are read with one statement, and while `maxInFlight` statements are under way the links
+ * asked for meanwhile wait for one of them to finish and go together in the next. Under load, a round trip and
+ * its system calls (which cost more than the statement itself) serve many cold visits; alone, a visit waits
+ * for the end of the turn only.
  */
 export function batchedViewReader(
   readMany: (keys: ViewKey[]) => Promise<Map<string, RedirectView>>,
-  maxBatch = 64,
+  { maxBatch = 64, maxInFlight = 2 }: { maxBatch?: number; maxInFlight?: number } = {},
 ): (domain: string, slugKey: string) => Promise<RedirectView | null> {
-  let pending: { key: ViewKey; resolve: (view: RedirectView | null) => void; reject: (error: unknown) => void }[] = []
+  type Waiting = { key: ViewKey; resolve: (view: RedirectView | null) => void; reject: (error: unknown) => void }
+  let pending: Waiting[] = []
+  let inFlight = 0
+  let flushScheduled = false
+  const send = (batch: Waiting[]) => {
+    inFlight++
+    readMany(batch.map((entry) => entry.key))
+      .then(
+        (views) => {
+          for (const entry of batch) entry.resolve(views.get(cacheKey(entry.key.domain, entry.key.slugKey)) ?? null)
+        },
+        (error: unknown) => {
+          for (const entry of batch) entry.reject(error)
+        },
+      )
+      .finally(() => {
+        inFlight--
+        flush()
+      })
+  }
   const flush = () => {
-    const batch = pending
-    pending = []
-    if (batch.length === 0) return
-    readMany(batch.map((entry) => entry.key)).then(
-      (views) => {
-        for (const entry of batch) entry.resolve(views.get(cacheKey(entry.key.domain, entry.key.slugKey)) ?? null)
-      },
-      (error: unknown) => {
-        for (const entry of batch) entry.reject(error)
-      },
-    )
+    flushScheduled = false
+    while (pending.length > 0 && inFlight < maxInFlight) {
+      send(pending.slice(0, maxBatch))
+      pending = pending.slice(maxBatch)
+    }
   }
   return (domain, slugKey) =>
     new Promise((resolve, reject) => {
       pending.push({ key: { domain, slugKey }, resolve, reject })
-      if (pending.length === 1) setImmediate(flush)
-      else if (pending.length >= maxBatch) flush()
+      if (!flushScheduled && inFlight < maxInFlight) {
+        flushScheduled = true
+        setImmediate(flush)
+      }
     })
 }
 

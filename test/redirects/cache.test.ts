@@ -202,7 +202,7 @@ t.test('the links asked for in one turn of the event loop are read with one stat
     statements.push(keys.map((key) => cacheKey(key.domain, key.slugKey)))
     if (failing) throw new Error('database down')
     return new Map(keys.filter((key) => key.slugKey !== 'missing').map((key) => [cacheKey(key.domain, key.slugKey), { uniq: 1 } as RedirectView]))
-  }, 3)
+  }, { maxBatch: 3 })
   const views = await Promise.all([read('d', 'a'), read('d', 'missing'), read('e', 'a')])
   t.same(statements, [['d/a', 'd/missing', 'e/a']])
   t.same(views, [{ uniq: 1 }, null, { uniq: 1 }])
@@ -211,6 +211,25 @@ t.test('the links asked for in one turn of the event loop are read with one stat
   await Promise.all(['a', 'b', 'c', 'd', 'e'].map((slug) => read('d', slug)))
   t.same(statements, [['d/a', 'd/b', 'd/c'], ['d/d', 'd/e']], 'at most maxBatch per statement')
 
+  // While the statements allowed at once are under way, the links asked for wait and go in one statement.
+  statements.length = 0
+  let release!: () => void
+  const gate = new Promise<void>((resolve) => (release = resolve))
+  const slow = batchedViewReader(async (keys) => {
+    statements.push(keys.map((key) => cacheKey(key.domain, key.slugKey)))
+    await gate
+    return new Map()
+  }, { maxBatch: 64, maxInFlight: 1 })
+  const first = slow('d', 'first')
+  await new Promise((resolve) => setImmediate(resolve))
+  const later = ['a', 'b', 'c'].map((slug) => slow('d', slug))
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(statements, [['d/first']], 'the others wait while the one statement allowed is under way')
+  release()
+  t.same(await Promise.all([first, ...later]), [null, null, null, null])
+  t.same(statements, [['d/first'], ['d/a', 'd/b', 'd/c']], 'and then go together')
+
+  statements.length = 0
   failing = true
   const results = await Promise.allSettled([read('d', 'x'), read('d', 'y')])
   t.same(results.map((result) => result.status), ['rejected', 'rejected'], 'a failed statement fails each of its visits')
