@@ -20,6 +20,7 @@ import rateLimits, { type RateLimitOptions } from './plugins/rate-limits.js'
 import redis from './plugins/redis.js'
 import validation from './plugins/validation.js'
 import redirects, { type RedirectPluginOptions } from './plugins/redirects.js'
+import visits, { type VisitPluginOptions } from './plugins/visits.js'
 import redirectRoutes from './redirects/redirect-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
@@ -39,6 +40,8 @@ export interface AppOptions {
   drain?: Partial<DrainOptions>
   /** Clock, random source, cache, Redis key prefix and visit recorder overrides (tests, benchmarks); see src/plugins/redirects.ts. */
   redirects?: RedirectPluginOptions
+  /** Visit buffer sizes and clock (tests, benchmarks); see src/plugins/visits.ts. */
+  visits?: Omit<VisitPluginOptions, 'recorder'>
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -84,6 +87,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
   await app.register(autofill, { config, autofill: options.autofill })
+  await app.register(visits, { config, recorder: options.redirects?.visits, ...options.visits })
   await app.register(redirects, { config, redirects: options.redirects })
   await app.register(openapi)
 

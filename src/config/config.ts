@@ -23,6 +23,7 @@ const EnvSchema = Type.Object({
   AUTOFILL_ALLOW_PRIVATE: Type.Boolean({ default: false }),
   RATE_LIMIT_ON_REDIS_ERROR: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], default: 'allow' }),
   COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32 })),
+  VISIT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36500, default: 400 }),
 })
 
 type Env = Static<typeof EnvSchema>
@@ -43,6 +44,8 @@ export interface Config {
   rateLimitOnRedisError: 'allow' | 'deny'
   /** Key of the password cookies' signatures; undefined: a random key of this process (src/redirects/password-cookie.ts). */
   cookieSecret?: string
+  /** Raw visits and their hourly aggregates older than this are dropped (src/analytics/partitions.ts). */
+  visitRetentionDays: number
 }
 
 export class ConfigError extends Error {
@@ -129,5 +132,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     rateLimitOnRedisError: parsed.RATE_LIMIT_ON_REDIS_ERROR,
     cookieSecret: parsed.COOKIE_SECRET,
+    visitRetentionDays: parsed.VISIT_RETENTION_DAYS,
   }
 }

@@ -13,7 +13,7 @@ import { MemoryPasswordThrottle, RedisPasswordThrottle, type PasswordThrottle } 
 import { cacheKey, RedirectCache, type RedirectCacheOptions } from '../redirects/redirect-cache.js'
 import { batchedViewReader, loadRedirectViews, type RedirectView } from '../redirects/redirect-view.js'
 import { ShortDomains } from '../redirects/short-domains.js'
-import { CountingVisitRecorder, type VisitRecorder } from '../redirects/visits.js'
+import type { VisitRecorder } from '../redirects/visits.js'
 
 export interface RedirectPluginOptions {
   /** The clock of expiry, cookies and password tries, in ms (tests drive it). */
@@ -23,6 +23,7 @@ export interface RedirectPluginOptions {
   cache?: RedirectCacheOptions
   /** Prepended to Redis keys and the change channel (tests use one per run). */
   keyPrefix?: string
+  /** Another visit recorder than the database one (tests); see src/plugins/visits.ts. */
   visits?: VisitRecorder
   domainsRefreshMs?: number
 }
@@ -63,7 +64,6 @@ export interface Redirects {
 declare module 'fastify' {
   interface FastifyInstance {
     redirects: Redirects
-    visits: VisitRecorder
   }
 }
 
@@ -123,10 +123,9 @@ export default fp(
       linkChanged: (link) => publish({ keys: [cacheKey(link.domain, slugKey(link.slug))] }),
       workspaceChanged: (workspaceId) => publish({ workspaceId }),
     } satisfies Redirects)
-    app.decorate('visits', settings.visits ?? new CountingVisitRecorder())
 
     app.addHook('onReady', () => domains.refresh())
     app.addHook('onClose', () => channel.close())
   },
-  { name: 'redirects', dependencies: ['database', 'redis'] },
+  { name: 'redirects', dependencies: ['database', 'redis', 'visits'] },
 )

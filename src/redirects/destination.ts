@@ -49,6 +49,15 @@ export function chooseDestination(rules: DestinationRules, country: string | nul
   return rules.target
 }
 
+/** How a visit's destination was chosen (analytics report it). */
+export type DestinationReason = 'default' | 'geolocation' | 'rotator'
+
+/** Which rule chooseDestination followed to give `chosen` (rules and targets are distinct objects). */
+export function destinationReason(rules: DestinationRules, country: string | null, chosen: Target): DestinationReason {
+  if (chosen === rules.target) return 'default'
+  return country !== null && rules.geolocations.get(country) === chosen ? 'geolocation' : 'rotator'
+}
+
 /**
  * A URL as it may go into a Location header: stored URLs can hold characters a header cannot (non-ASCII);
  * those are written the way a browser would send them (WHATWG serialisation: punycode host, UTF-8

@@ -4,7 +4,7 @@
  * visit is either `unlocked` (the cookie, or the right password just given) or not.
  */
 import { isCrawler } from './crawler.js'
-import { appendVisitQuery, chooseDestination } from './destination.js'
+import { appendVisitQuery, chooseDestination, destinationReason, type DestinationReason } from './destination.js'
 import { appLinkFor, phoneOs, type AppLink } from './pages/index.js'
 import type { RedirectView } from './redirect-view.js'
 
@@ -14,9 +14,9 @@ export type Answer =
   | { kind: 'gone' }
   | { kind: 'password' }
   | { kind: 'crawler' }
-  | { kind: 'masking'; destination: string }
-  | { kind: 'interstitial'; destination: string; appLink: AppLink | null }
-  | { kind: 'redirect'; destination: string }
+  | { kind: 'masking'; destination: string; reason: DestinationReason }
+  | { kind: 'interstitial'; destination: string; reason: DestinationReason; appLink: AppLink | null }
+  | { kind: 'redirect'; destination: string; reason: DestinationReason }
 
 export const NOT_FOUND: Answer = { kind: 'not-found' }
 
@@ -36,10 +36,12 @@ export function evaluate(view: RedirectView, facts: VisitFacts, now: number, ran
   if (isExpired(view, now)) return view.expirationUrl !== null ? { kind: 'expired', location: view.expirationUrl } : { kind: 'gone' }
   if (view.passwordHash !== null && !facts.unlocked) return { kind: 'password' }
   if (isCrawler(facts.userAgent)) return { kind: 'crawler' }
-  const destination = appendVisitQuery(chooseDestination(view, facts.country, random).location, facts.query)
-  if (view.masking) return { kind: 'masking', destination }
+  const chosen = chooseDestination(view, facts.country, random)
+  const reason = destinationReason(view, facts.country, chosen)
+  const destination = appendVisitQuery(chosen.location, facts.query)
+  if (view.masking) return { kind: 'masking', destination, reason }
   const os = view.deepLinkingEnable ? phoneOs(facts.userAgent) : null
   const appLink = os ? appLinkFor(destination, os) : null
-  if (view.pixels.length > 0 || view.scripts.length > 0 || appLink) return { kind: 'interstitial', destination, appLink }
-  return { kind: 'redirect', destination }
+  if (view.pixels.length > 0 || view.scripts.length > 0 || appLink) return { kind: 'interstitial', destination, reason, appLink }
+  return { kind: 'redirect', destination, reason }
 }

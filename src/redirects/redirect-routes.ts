@@ -73,18 +73,15 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     const answer = evaluate(view, { userAgent, country, query, unlocked }, redirects.now(), redirects.random)
     counters[COUNTER[answer.kind]]++
     sendAnswer(reply, view, answer, extras)
-    if ((answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial') && request.method !== 'HEAD') {
-      handOn({
-        link: view.uniq,
-        workspaceId: view.workspaceId,
-        answer: answer.kind,
-        destination: answer.destination,
-        at: redirects.now(),
-        country,
-        userAgent,
-        referrer: request.headers.referer,
-        address: request.ip,
-      })
+    if (request.method !== 'HEAD') {
+      const common = { link: view.uniq, workspaceId: view.workspaceId, domain: view.domain, at: redirects.now(), country, userAgent }
+      const from = { referrer: request.headers.referer, address: request.ip }
+      if (answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial') {
+        handOn({ ...common, ...from, answer: answer.kind, destination: answer.destination, reason: answer.reason })
+      } else if (answer.kind === 'crawler') {
+        // A preview is recorded too, as a bot visit (the analytics tell them apart).
+        handOn({ ...common, ...from, answer: 'crawler', destination: view.target.url, reason: 'default' })
+      }
     }
     return reply
   }

@@ -1,14 +1,22 @@
 /**
  * The one place that knows a visit reached a destination (a 302 onwards, the masking page or the interstitial
- * page; not HEAD, crawlers, expired links or password forms). It is called after the answer is sent, so
- * whatever a recorder does never delays a visitor; counting visits is a later issue, so the default counts only.
+ * page) or a crawler previewed a link; not HEAD, expired links or password forms. It is called after the answer
+ * is sent, so whatever a recorder does never delays a visitor. The service's recorder is
+ * src/analytics/visit-recorder.ts; tests may count only.
  */
+import type { DestinationReason } from './destination.js'
+
 export interface Visit {
   /** The link's uniq and workspace. */
   link: number
   workspaceId: number
-  answer: 'redirect' | 'masking' | 'interstitial'
+  /** The short domain the link is on. */
+  domain: string
+  answer: 'redirect' | 'masking' | 'interstitial' | 'crawler'
+  /** Where the visitor was sent (a crawler: the link's url). */
   destination: string
+  /** How the destination was chosen (a crawler: default). */
+  reason: DestinationReason
   /** Milliseconds since the epoch. */
   at: number
   country: string | null
@@ -20,12 +28,4 @@ export interface Visit {
 
 export interface VisitRecorder {
   record(visit: Visit): void
-}
-
-export class CountingVisitRecorder implements VisitRecorder {
-  recorded = 0
-
-  record(): void {
-    this.recorded++
-  }
 }

@@ -1,7 +1,7 @@
 /**
- * The seam for counting visits (a later issue): app.visits.record is called once per visit that reached its
- * destination (302, masking page, interstitial page), after the answer, with what a visit counter needs; never
- * for HEAD, crawlers, 404s, expired links or password forms; and a recorder that fails does not fail the visit.
+ * The seam for counting visits: app.visits.record is called once per visit that reached its destination (302,
+ * masking page, interstitial page) and per crawler preview, after the answer, with what a visit counter needs;
+ * never for HEAD, 404s, expired links or password forms; and a recorder that fails does not fail the visit.
  */
 import t from 'tap'
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -47,8 +47,10 @@ t.test('a redirect is recorded once, after the answer, with what a counter needs
     {
       link: plain.uniq,
       workspaceId: plain.workspaceId,
+      domain: 'go.acme.test',
       answer: 'redirect',
       destination: 'https://example.com/plain?utm=1',
+      reason: 'default',
       at: T,
       country: 'NL',
       userAgent: DESKTOP,
@@ -58,14 +60,15 @@ t.test('a redirect is recorded once, after the answer, with what a counter needs
   ])
 })
 
-t.test('the masking and interstitial pages are visits too; nothing else is', async (t) => {
+t.test('the masking and interstitial pages are visits too, and a crawler preview; nothing else is', async (t) => {
   await visit(app, '/masked')
   await visit(app, '/pixel')
   for (const path of ['/plain', '/masked']) await visit(app, path, { method: 'HEAD' })
   await visit(app, '/plain', { headers: { 'user-agent': FACEBOOK_CRAWLER } })
   for (const path of ['/missing', '/expired', '/secret', '/robots.txt']) await visit(app, path)
   await nextTurn()
-  t.same(recorded.map((visit) => visit.answer), ['masking', 'interstitial'])
+  t.same(recorded.map((visit) => visit.answer), ['masking', 'interstitial', 'crawler'])
+  t.match(recorded[2], { link: plain.uniq, destination: 'https://example.com/plain', reason: 'default', userAgent: FACEBOOK_CRAWLER })
 })
 
 t.test('a recorder that fails does not fail the visit; the error is logged', async (t) => {

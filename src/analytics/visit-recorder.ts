@@ -1,0 +1,157 @@
+/**
+ * Records visits off the visitor's path: `record` only appends to an in-process buffer (it is called after the
+ * answer is sent), and the buffer is written in batches (src/analytics/visit-store.ts) every second, or sooner
+ * once a batch is full. Everything that costs (parsing the User-Agent, hashing the visitor, the database) happens
+ * in the batch.
+ *
+ * The buffer is bounded: when the database is slow or down, visits beyond the bound are dropped and counted,
+ * never making a visitor wait. A batch that fails is kept and tried again at the next tick (within the same
+ * bound). Closing (SIGTERM) writes what is buffered. A crash loses what was buffered since the last write: at
+ * most a second of visits, or the whole buffer while the database is down.
+ */
+import type { FastifyBaseLogger } from 'fastify'
+import type { Visit, VisitRecorder } from '../redirects/visits.js'
+import { userAgentFacts } from './user-agent.js'
+import type { StoredVisit } from './visit-store.js'
+import { visitorHash, type VisitorKeys } from './visitor-key.js'
+
+export interface VisitBufferOptions {
+  /** Most visits held while waiting to be written (default 100,000: about 50 MB at worst). */
+  maxBuffered?: number
+  /** How often the buffer is written (default 1 s). */
+  flushEveryMs?: number
+  /** Most visits per batch (default 5,000); a full batch is written at once. */
+  batchSize?: number
+}
+
+export interface VisitRecorderStats {
+  /** Visits accepted into the buffer. */
+  recorded: number
+  /** Visits written to the database. */
+  stored: number
+  /** Visits refused because the buffer was full. */
+  dropped: number
+  /** Batches the database refused (tried again). */
+  failedBatches: number
+  /** Visits in the buffer now. */
+  buffered: number
+}
+
+/** The referrer's host, lower case; none for a direct visit or a referrer that is not a URL. */
+export function referrerHost(referrer: string | undefined): string | null {
+  if (!referrer) return null
+  try {
+    return new URL(referrer).hostname.toLowerCase() || null
+  } catch {
+    return null
+  }
+}
+
+export class BufferedVisitRecorder implements VisitRecorder {
+  private buffer: Visit[] = []
+  private writing: Promise<void> | null = null
+  private timer: NodeJS.Timeout | null = null
+  private failing = false
+  private readonly maxBuffered: number
+  private readonly flushEveryMs: number
+  private readonly batchSize: number
+  readonly counts = { recorded: 0, stored: 0, dropped: 0, failedBatches: 0 }
+
+  constructor(
+    private readonly store: (visits: StoredVisit[]) => Promise<void>,
+    private readonly keys: VisitorKeys,
+    private readonly log: FastifyBaseLogger,
+    options: VisitBufferOptions = {},
+  ) {
+    this.maxBuffered = options.maxBuffered ?? 100_000
+    this.flushEveryMs = options.flushEveryMs ?? 1000
+    this.batchSize = options.batchSize ?? 5000
+  }
+
+  record(visit: Visit): void {
+    if (this.buffer.length >= this.maxBuffered) {
+      this.counts.dropped++
+      return
+    }
+    this.buffer.push(visit)
+    this.counts.recorded++
+    if (this.buffer.length >= this.batchSize && !this.writing) void this.flush()
+  }
+
+  stats(): VisitRecorderStats {
+    return { ...this.counts, buffered: this.buffer.length }
+  }
+
+  /** Starts the periodic writes. */
+  start(): void {
+    this.timer ??= setInterval(() => void this.flush(), this.flushEveryMs)
+    this.timer.unref()
+  }
+
+  /** Writes what is buffered, a batch at a time; one write runs at a time (a call during one waits for it). */
+  flush(): Promise<void> {
+    this.writing ??= this.writeAll().finally(() => {
+      this.writing = null
+    })
+    return this.writing
+  }
+
+  /** Stops the timer and writes what is buffered, giving up after `deadlineMs` (the database may be down). */
+  async close(deadlineMs = 5000): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+    const deadline = Date.now() + deadlineMs
+    const buffered = this.buffer.length
+    while (this.buffer.length > 0 && Date.now() < deadline) {
+      await this.flush()
+      if (this.failing) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    if (this.buffer.length > 0) this.log.error({ lost: this.buffer.length }, 'visits: closing without writing the buffered visits (the database did not take them)')
+    else this.log.info({ written: buffered, ...this.counts }, 'visits: the buffered visits are written')
+  }
+
+  private async writeAll(): Promise<void> {
+    while (this.buffer.length > 0) {
+      const batch = this.buffer.slice(0, this.batchSize)
+      try {
+        await this.store(await this.resolve(batch))
+      } catch (error) {
+        this.counts.failedBatches++
+        if (!this.failing) this.log.warn({ err: error, buffered: this.buffer.length }, 'visits: writing a batch failed; it is kept and tried again')
+        this.failing = true
+        return
+      }
+      // Visits recorded meanwhile were appended after the batch, which is still at the front.
+      this.buffer.splice(0, batch.length)
+      this.counts.stored += batch.length
+      if (this.failing) this.log.info('visits: batches are written again')
+      this.failing = false
+    }
+  }
+
+  private async resolve(visits: Visit[]): Promise<StoredVisit[]> {
+    const stored: StoredVisit[] = []
+    for (const visit of visits) {
+      const at = new Date(visit.at)
+      const key = await this.keys.keyOf(at.toISOString().slice(0, 10))
+      const agent = userAgentFacts(visit.userAgent)
+      stored.push({
+        at,
+        linkUniq: visit.link,
+        workspaceId: visit.workspaceId,
+        domain: visit.domain,
+        country: visit.country,
+        referrerHost: referrerHost(visit.referrer),
+        device: agent.device,
+        os: agent.os,
+        browser: agent.browser,
+        destination: visit.destination,
+        reason: visit.reason,
+        answer: visit.answer,
+        bot: agent.bot || visit.answer === 'crawler',
+        visitor: visitorHash(key, visit.address, visit.userAgent),
+      })
+    }
+    return stored
+  }
+}

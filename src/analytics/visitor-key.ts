@@ -1,0 +1,58 @@
+/**
+ * The unique-visitor key, as privacy-first analytics tools make it: a keyed hash (HMAC-SHA-256, cut to 64 bits)
+ * of the visitor's address and User-Agent under a random key of the UTC day. The address itself is never
+ * stored, and once a day's key is gone (it lives two days: yesterday's visits may still be in a batch) the
+ * hashes of that day cannot be linked back to an address or to the visitor's hashes of another day.
+ *
+ * With REDIS_URL, every instance takes the day's key from Redis (the first to ask creates it), so a visitor
+ * has one key a day whichever instance answers; without Redis, or while it cannot be reached, the key is
+ * this process's own (a visitor seen by two instances then counts twice).
+ */
+import type { Redis } from 'ioredis'
+import { createHmac, randomBytes } from 'node:crypto'
+
+const KEY_LIFETIME_S = 2 * 86_400
+
+export interface VisitorKeysOptions {
+  redis?: Redis | null
+  keyPrefix?: string
+  /** Called once when Redis cannot give a day's key and a key of this process is used instead. */
+  onFallback?: (error: unknown) => void
+}
+
+export class VisitorKeys {
+  private readonly keys = new Map<string, Buffer>()
+
+  constructor(private readonly options: VisitorKeysOptions = {}) {}
+
+  /** The key of the UTC day (YYYY-MM-DD), fetched or created once per process and day. */
+  async keyOf(day: string): Promise<Buffer> {
+    const known = this.keys.get(day)
+    if (known) return known
+    const key = (await this.shared(day)) ?? randomBytes(32)
+    this.keys.set(day, key)
+    // Only today's and yesterday's keys are ever needed.
+    for (const old of this.keys.keys()) if (this.keys.size > 2 && old < day) this.keys.delete(old)
+    return key
+  }
+
+  private async shared(day: string): Promise<Buffer | null> {
+    const { redis, keyPrefix = '' } = this.options
+    if (!redis) return null
+    const name = `${keyPrefix}analytics:visitor-key:${day}`
+    try {
+      await redis.set(name, randomBytes(32).toString('base64'), 'EX', KEY_LIFETIME_S, 'NX')
+      const value = await redis.get(name)
+      return value ? Buffer.from(value, 'base64') : null
+    } catch (error) {
+      this.options.onFallback?.(error)
+      return null
+    }
+  }
+}
+
+/** The visitor's hash under a day's key: a signed 64-bit integer as decimal text (PostgreSQL's bigint). */
+export function visitorHash(key: Buffer, address: string, userAgent: string | undefined): string {
+  const digest = createHmac('sha256', key).update(address).update('\n').update(userAgent ?? '').digest()
+  return digest.readBigInt64BE(0).toString()
+}

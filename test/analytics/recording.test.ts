@@ -1,0 +1,222 @@
+/**
+ * Recording visits (issue 11): what the redirect routes hand on is written, in batches, with the facts the
+ * analytics need, no IP address, and unique visitors that follow the daily key; a full buffer drops and counts,
+ * and the redirects keep answering.
+ */
+import t from 'tap'
+import type { Visit } from '../../src/redirects/visits.js'
+import { BufferedVisitRecorder, referrerHost } from '../../src/analytics/visit-recorder.js'
+import { VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
+import { userAgentFacts } from '../../src/analytics/user-agent.js'
+import { buildTestApp } from '../support/test-app.js'
+import { acmeWorkspace, ANDROID_PHONE, DESKTOP, FACEBOOK_CRAWLER, IPHONE, visit } from '../redirects/visit-support.js'
+
+const DAY_1 = Date.UTC(2031, 2, 1, 10, 30)
+const DAY_2 = Date.UTC(2031, 2, 2, 9, 15)
+let clock = DAY_1
+let draw = 0.5
+const first = await buildTestApp(t, {
+  redirects: { now: () => clock, random: () => draw },
+  visits: { buffer: { flushEveryMs: 60_000 } },
+})
+const { app, prisma } = first
+const { link } = await acmeWorkspace(first)
+const plain = await link({ id: 'plain', url: 'https://example.com/plain' })
+const ruled = await link({
+  id: 'ruled',
+  url: 'https://example.com/default',
+  extraOptionsGeolocations: [{ value: 'DE', url: 'https://example.com/de' }],
+  extraOptionsLinkRotator: [{ url: 'https://example.com/rotated', value: 50 }],
+})
+await link({ id: 'masked', url: 'https://example.com/masked', masking: true })
+await link({ id: 'pixel', url: 'https://example.com/pixel', pixels: [{ platform: 'facebook', value: '1' }] })
+
+const recorder = app.visitRecorder!
+/** Visits are handed to the recorder in the turn after their answer; then the buffer is written. */
+const written = async () => {
+  await new Promise((resolve) => setImmediate(resolve))
+  await recorder.flush()
+}
+const stored = (uniq: number) =>
+  prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT "answer", "destination", "reason", "country", "referrerHost", "device", "os", "browser", "bot", "domain",
+       "visitor"::text AS "visitor", "firstOfDay", "at"
+     FROM "analytics"."Visit" WHERE "linkUniq" = $1 ORDER BY "at", "destination"`,
+    uniq,
+  )
+
+t.test('every kind of visit is recorded with what the analytics need', async (t) => {
+  const address = '198.51.100.77'
+  const as = (userAgent: string, headers: Record<string, string> = {}) => ({
+    headers: { 'user-agent': userAgent, ...headers },
+    remoteAddress: address,
+  })
+  t.equal((await visit(app, '/plain?utm=1', as(IPHONE, { 'cf-ipcountry': 'nl', referer: 'https://News.Example/a?b' }))).statusCode, 302)
+  t.equal((await visit(app, '/plain', as(FACEBOOK_CRAWLER))).statusCode, 200, 'a crawler preview')
+  t.equal((await visit(app, '/plain', { ...as(DESKTOP), method: 'HEAD' })).statusCode, 302, 'HEAD: not a visit')
+  t.equal((await visit(app, '/masked', as(ANDROID_PHONE))).statusCode, 200)
+  t.equal((await visit(app, '/pixel', as(DESKTOP))).statusCode, 200)
+  t.equal((await visit(app, '/missing', as(DESKTOP))).statusCode, 404, 'no link: not a visit')
+  await written()
+
+  const rows = await stored(plain.uniq)
+  t.equal(rows.length, 2, 'the redirect and the preview; not HEAD')
+  const byAnswer = (answer: string) => rows.find((row) => row.answer === answer)
+  t.match(byAnswer('redirect'), {
+    answer: 'redirect',
+    destination: 'https://example.com/plain?utm=1',
+    reason: 'default',
+    country: 'NL',
+    referrerHost: 'news.example',
+    device: 'mobile',
+    os: 'iOS',
+    browser: 'Safari',
+    bot: false,
+    domain: 'go.acme.test',
+    firstOfDay: true,
+  })
+  t.match(byAnswer('crawler'), { answer: 'crawler', destination: 'https://example.com/plain', bot: true, device: 'bot', referrerHost: null, country: null, firstOfDay: false })
+  const [masked] = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT "answer", "device", "os" FROM "analytics"."Visit" WHERE "answer" IN ('masking', 'interstitial') ORDER BY "answer"`,
+  )
+  t.match(masked, { answer: 'interstitial' })
+
+  const [{ leaks }] = await prisma.$queryRawUnsafe<{ leaks: number }[]>(
+    `SELECT count(*)::int AS "leaks" FROM "analytics"."Visit" v WHERE row_to_json(v)::text LIKE $1`,
+    `%${address}%`,
+  )
+  t.equal(leaks, 0, 'no IP address in any column')
+  t.same(
+    await prisma.$queryRawUnsafe(`SELECT "clicks"::int AS "clicks" FROM "analytics"."LinkClicks" WHERE "linkUniq" = $1`, plain.uniq),
+    [{ clicks: 1 }],
+    'all-time clicks exclude the preview',
+  )
+  const totals = await prisma.$queryRawUnsafe<{ clicks: number; bots: number }[]>(
+    `SELECT sum("clicks")::int AS "clicks", sum("bots")::int AS "bots" FROM "analytics"."LinkHourly" WHERE "linkUniq" = $1 AND "dimension" = 'total'`,
+    plain.uniq,
+  )
+  t.same(totals, [{ clicks: 1, bots: 1 }])
+})
+
+t.test('the chosen destination and why: default, geolocation rule, rotator entry', async (t) => {
+  draw = 0.9 // past the rotator's 50%: the link's own url
+  await visit(app, '/ruled', { headers: { 'cf-ipcountry': 'FR' } })
+  await visit(app, '/ruled', { headers: { 'cf-ipcountry': 'DE' } })
+  draw = 0.1
+  await visit(app, '/ruled', { headers: { 'cf-ipcountry': 'FR' } })
+  await written()
+  const rows = await stored(ruled.uniq)
+  t.same(
+    rows.map((row) => [row.destination, row.reason]).sort(),
+    [
+      ['https://example.com/de', 'geolocation'],
+      ['https://example.com/default', 'default'],
+      ['https://example.com/rotated', 'rotator'],
+    ],
+  )
+  draw = 0.5
+})
+
+t.test('unique visitors: one per user agent and address a day, under a key that changes every day', async (t) => {
+  const unique = await link({ id: 'unique', url: 'https://example.com/unique' })
+  const from = (userAgent: string) => ({ headers: { 'user-agent': userAgent }, remoteAddress: '203.0.113.5' })
+  clock = DAY_1
+  await visit(app, '/unique', from(DESKTOP))
+  await visit(app, '/unique', from(DESKTOP))
+  await visit(app, '/unique', from(IPHONE))
+  await written()
+  await visit(app, '/unique', from(DESKTOP)) // a later batch: still not the first of the day
+  await written()
+  clock = DAY_2
+  await visit(app, '/unique', from(DESKTOP))
+  await written()
+  clock = DAY_1
+
+  const days = await prisma.$queryRawUnsafe<{ day: string; clicks: number; visitors: number }[]>(
+    `SELECT to_char("hour", 'YYYY-MM-DD') AS "day", sum("clicks")::int AS "clicks", sum("visitors")::int AS "visitors"
+     FROM "analytics"."LinkHourly" WHERE "linkUniq" = $1 AND "dimension" = 'total' GROUP BY 1 ORDER BY 1`,
+    unique.uniq,
+  )
+  t.same(days, [
+    { day: '2031-03-01', clicks: 4, visitors: 2 },
+    { day: '2031-03-02', clicks: 1, visitors: 1 },
+  ])
+  const rows = await stored(unique.uniq)
+  const desktop = rows.filter((row) => row.browser === 'Chrome')
+  t.equal(new Set(desktop.slice(0, 3).map((row) => row.visitor)).size, 1, 'the same visitor all day')
+  t.not(desktop[3].visitor, desktop[0].visitor, 'and another key the next day')
+})
+
+t.test('a full buffer drops visits and counts them; the redirects keep answering', async (t) => {
+  const small = await buildTestApp(t, { database: first.database, visits: { buffer: { maxBuffered: 10, flushEveryMs: 60_000 } } })
+  await small.app.redirects.domains.refresh()
+  const before = small.app.visitRecorder!.stats()
+  const statuses = []
+  for (let i = 0; i < 25; i++) statuses.push((await visit(small.app, '/plain')).statusCode)
+  await new Promise((resolve) => setImmediate(resolve))
+  t.same(new Set(statuses), new Set([302]), 'every visitor was redirected')
+  const stats = small.app.visitRecorder!.stats()
+  t.equal(stats.recorded - before.recorded, 10)
+  t.equal(stats.dropped - before.dropped, 15)
+  t.equal(stats.buffered, 10)
+  await small.app.visitRecorder!.flush()
+  t.equal(small.app.visitRecorder!.stats().stored - before.stored, 10, 'what was kept is written')
+})
+
+t.test('a batch the database refuses is kept and written at the next try', async (t) => {
+  let refuse = true
+  const written: number[] = []
+  const warnings: string[] = []
+  const log = { warn: (_: unknown, msg: string) => warnings.push(msg), info: () => {}, error: () => {} } as never
+  const buffered = new BufferedVisitRecorder(
+    async (batch) => {
+      if (refuse) throw new Error('database down')
+      written.push(...batch.map((visit) => visit.linkUniq))
+    },
+    new VisitorKeys(),
+    log,
+    { batchSize: 2 },
+  )
+  const sample = (link: number): Visit => ({
+    link, workspaceId: 1, domain: 'd', answer: 'redirect', destination: 'https://e/', reason: 'default', at: DAY_1,
+    country: null, userAgent: DESKTOP, referrer: undefined, address: '192.0.2.1',
+  })
+  for (const uniq of [1, 2, 3]) buffered.record(sample(uniq))
+  await buffered.flush()
+  t.match(buffered.stats(), { stored: 0, failedBatches: 1, buffered: 3 })
+  await buffered.flush()
+  t.equal(warnings.length, 1, 'one warning while it keeps failing')
+  refuse = false
+  await buffered.flush()
+  t.same(written, [1, 2, 3], 'in order, none lost, none twice')
+  t.match(buffered.stats(), { stored: 3, buffered: 0 })
+})
+
+t.test('the pieces: referrer hosts, user agents, the visitor hash', async (t) => {
+  t.equal(referrerHost(undefined), null)
+  t.equal(referrerHost('not a url'), null)
+  t.equal(referrerHost('android-app://com.google.android.gm/'), 'com.google.android.gm')
+  t.equal(referrerHost('https://WWW.Example.com:8443/x'), 'www.example.com')
+  t.match(userAgentFacts(DESKTOP), { device: 'desktop', os: 'Windows', browser: 'Chrome', bot: false })
+  t.match(userAgentFacts(ANDROID_PHONE), { device: 'mobile', os: 'Android', bot: false })
+  t.match(userAgentFacts('curl/8.4.0'), { device: 'bot', bot: true })
+  t.match(userAgentFacts(undefined), { device: 'other', os: null, browser: null, bot: false })
+  const key = Buffer.alloc(32, 1)
+  t.match(visitorHash(key, '192.0.2.1', DESKTOP), /^-?\d{1,19}$/)
+  t.equal(visitorHash(key, '192.0.2.1', DESKTOP), visitorHash(key, '192.0.2.1', DESKTOP))
+  t.not(visitorHash(key, '192.0.2.1', DESKTOP), visitorHash(key, '192.0.2.2', DESKTOP))
+  t.not(visitorHash(key, '192.0.2.1', DESKTOP), visitorHash(Buffer.alloc(32, 2), '192.0.2.1', DESKTOP))
+})
+
+t.test('with Redis, instances share the day\'s key; it expires within two days', { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(process.env.REDIS_URL!)
+  t.teardown(() => redis.quit())
+  const keyPrefix = `test-${process.pid}-${Date.now()}:`
+  const one = await new VisitorKeys({ redis, keyPrefix }).keyOf('2031-03-01')
+  const two = await new VisitorKeys({ redis, keyPrefix }).keyOf('2031-03-01')
+  t.same(one, two)
+  t.not((await new VisitorKeys({ redis, keyPrefix }).keyOf('2031-03-02')).toString('hex'), one.toString('hex'))
+  const ttl = await redis.ttl(`${keyPrefix}analytics:visitor-key:2031-03-01`)
+  t.ok(ttl > 0 && ttl <= 2 * 86_400, `expires in ${ttl} s`)
+})
