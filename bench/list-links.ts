@@ -82,6 +82,7 @@ try {
     prisma,
     kind: 'postgres',
     query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
+    transaction: () => Promise.reject(new Error('not used by this benchmark')),
     ping: async () => true,
     close: async () => {
       await prisma.$disconnect()

@@ -58,6 +58,12 @@ if (mode === 'bare') {
     reply.code(302).header('location', 'https://example.com/landing').send()
   })
 }
+// Recording can be switched off between runs (IPC `recording off` / `recording on`), to measure what it costs.
+let recording = true
+if (mode !== 'bare') {
+  const recorder = app.visits
+  app.visits = { record: (visit) => recording && recorder.record(visit) }
+}
 const startRss = process.memoryUsage().rss
 
 await app.listen({ port: 0, host: '127.0.0.1' })
@@ -79,7 +85,11 @@ process.on('message', async (message: string) => {
       reads: redirects?.cache.reads ?? 0,
       statements: redirects?.viewStatements() ?? 0,
       counters: redirects ? { ...redirects.counters } : null,
+      visits: mode === 'bare' ? null : app.visitRecorder?.stats(),
     })
+  } else if (message === 'recording on' || message === 'recording off') {
+    recording = message === 'recording on'
+    process.send!({ recording })
   } else if (message === 'stop') {
     await app.close()
     for (const teardown of teardowns) await teardown()

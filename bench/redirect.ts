@@ -95,6 +95,7 @@ interface Stats {
   reads: number
   statements: number
   counters: Record<string, number> | null
+  visits: Record<string, number> | null
 }
 
 async function load(server: Server, seconds: number, overallRate?: number, prefix = ''): Promise<Run> {
@@ -128,12 +129,15 @@ const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(8)
  * Runs of the targets in turn, so that whatever else loads the machine weighs on each alike; the median run of
  * each. `fixed` is the service process answering its fixed 302 route (bench/redirect-server.ts).
  */
-async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number; fixed: number }) {
-  const runs: Record<'bare' | 'service' | 'fixed', Run[]> = { bare: [], service: [], fixed: [] }
+async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number; fixed: number; unrecorded: number }) {
+  const runs: Record<'bare' | 'service' | 'fixed' | 'unrecorded', Run[]> = { bare: [], service: [], fixed: [], unrecorded: [] }
   for (let round = 0; round < ROUNDS; round++) {
     runs.bare.push(await load(bare, DURATION, overallRate?.bare))
     runs.service.push(await load(service, DURATION, overallRate?.service))
     runs.fixed.push(await load(service, DURATION, overallRate?.fixed, '/fixed'))
+    await ask(service, 'recording off')
+    runs.unrecorded.push(await load(service, DURATION, overallRate?.unrecorded))
+    await ask(service, 'recording on')
   }
   const summary = (list: Run[]) => ({
     rps: median(list.map((run) => run.rps)),
@@ -146,6 +150,8 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     bare: summary(runs.bare),
     service: summary(runs.service),
     fixed: summary(runs.fixed),
+    unrecorded: summary(runs.unrecorded),
+    recordingRatios: runs.service.map((run, i) => run.rps / runs.unrecorded[i].rps),
     ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps),
   }
 }
@@ -178,14 +184,18 @@ async function main() {
     bare: Math.floor(full.bare.rps / 2),
     service: Math.floor(full.service.rps / 2),
     fixed: Math.floor(full.fixed.rps / 2),
+    unrecorded: Math.floor(full.unrecorded.rps / 2),
   })
   const stats = await ask<Stats>(service, 'stats')
 
   console.log('')
-  console.log('bare: a Fastify process answering a fixed 302; service: the redirects; fixed: the service process answering a fixed 302')
+  console.log(
+    'bare: a Fastify process answering a fixed 302; service: the redirects; fixed: the service process answering a fixed 302; ' +
+      'unrecorded: the redirects with visit recording switched off',
+  )
   console.log('              full rate (median run)                    half of its peak rate (median run)')
   console.log('              req/s    p50 ms    p99 ms  CPU µs/req       req/s    p50 ms    p99 ms')
-  for (const name of ['bare', 'service', 'fixed'] as const) {
+  for (const name of ['bare', 'service', 'fixed', 'unrecorded'] as const) {
     const f = full[name]
     const h = half[name]
     console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
@@ -200,6 +210,11 @@ async function main() {
   console.log(
     `redirects / the service's own fixed 302 route: ${((100 * full.service.rps) / full.fixed.rps).toFixed(1)}% throughput, ` +
       `${((100 * full.fixed.cpuPerRequest) / full.service.cpuPerRequest).toFixed(1)}% by CPU per request (what the redirect's own work costs)`,
+  )
+  const recordingRatios = full.recordingRatios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')
+  console.log(
+    `recording on / off: ${((100 * full.service.rps) / full.unrecorded.rps).toFixed(1)}% throughput (runs: ${recordingRatios}; target ≥ 90%); ` +
+      `visits: ${JSON.stringify(stats.visits)}`,
   )
   console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
   const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`

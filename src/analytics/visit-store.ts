@@ -7,8 +7,7 @@
  * Aggregate rows are written in one sorted order: two instances flushing at once lock the rows they share in
  * the same order, so they wait for each other instead of deadlocking.
  */
-import type { PrismaClient } from '../db/database.js'
-import { inTransaction, type Transaction } from '../db/transaction.js'
+import type { Database, SqlQuery } from '../db/database.js'
 import { ensurePartitionsFor } from './partitions.js'
 
 /** A visit as stored: resolved (device, browser…), with the visitor's daily key already derived. */
@@ -84,7 +83,7 @@ class Tally<K> {
  * The first visit of the day by each visitor, of each link and of each workspace (scope: the uniq, or minus the
  * workspace id): what SeenToday did not hold before. Bots are not visitors.
  */
-async function firstVisits(tx: Transaction, visits: StoredVisit[]): Promise<{ link: boolean[]; workspace: boolean[] }> {
+async function firstVisits(query: SqlQuery, visits: StoredVisit[]): Promise<{ link: boolean[]; workspace: boolean[] }> {
   const seen = new Map<string, { day: string; scope: number; visitor: string }>()
   for (const visit of visits) {
     if (visit.bot) continue
@@ -94,15 +93,17 @@ async function firstVisits(tx: Transaction, visits: StoredVisit[]): Promise<{ li
   const rows = [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
   const fresh = new Set<string>()
   if (rows.length > 0) {
-    const inserted = await tx.$queryRawUnsafe<{ day: string; scope: number; visitor: string }[]>(
+    const inserted = await query<{ day: string; scope: number; visitor: string }>(
       `INSERT INTO "analytics"."SeenToday" ("day", "scope", "visitor")
        SELECT * FROM unnest($1::date[], $2::int[], $3::bigint[])
        ON CONFLICT DO NOTHING
        RETURNING "day"::text AS "day", "scope", "visitor"::text AS "visitor"`,
+    [
       rows.map((row) => row.day),
       rows.map((row) => row.scope),
       rows.map((row) => row.visitor),
-    )
+    ],
+  )
     for (const row of inserted) fresh.add(`${row.day}|${row.scope}|${row.visitor}`)
   }
   // Only the first visit in the batch of a fresh (day, scope, visitor) is the first of the day.
@@ -117,28 +118,30 @@ async function firstVisits(tx: Transaction, visits: StoredVisit[]): Promise<{ li
   return { link, workspace }
 }
 
-async function insertRaw(tx: Transaction, visits: StoredVisit[], firstOfDay: boolean[]): Promise<void> {
+async function insertRaw(query: SqlQuery, visits: StoredVisit[], firstOfDay: boolean[]): Promise<void> {
   const column = <T>(pick: (visit: StoredVisit) => T) => visits.map(pick)
-  await tx.$executeRawUnsafe(
+  await query(
     `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
        "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay")
      SELECT * FROM unnest($1::timestamptz[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
        $9::text[], $10::text[], $11::text[], $12::text[], $13::boolean[], $14::bigint[], $15::boolean[])`,
-    column((visit) => visit.at.toISOString()),
-    column((visit) => visit.linkUniq),
-    column((visit) => visit.workspaceId),
-    column((visit) => visit.domain),
-    column((visit) => visit.country),
-    column((visit) => visit.referrerHost),
-    column((visit) => visit.device),
-    column((visit) => visit.os),
-    column((visit) => visit.browser),
-    column((visit) => visit.destination),
-    column((visit) => visit.reason),
-    column((visit) => visit.answer),
-    column((visit) => visit.bot),
-    column((visit) => visit.visitor),
-    firstOfDay,
+    [
+      column((visit) => visit.at.toISOString()),
+      column((visit) => visit.linkUniq),
+      column((visit) => visit.workspaceId),
+      column((visit) => visit.domain),
+      column((visit) => visit.country),
+      column((visit) => visit.referrerHost),
+      column((visit) => visit.device),
+      column((visit) => visit.os),
+      column((visit) => visit.browser),
+      column((visit) => visit.destination),
+      column((visit) => visit.reason),
+      column((visit) => visit.answer),
+      column((visit) => visit.bot),
+      column((visit) => visit.visitor),
+      firstOfDay,
+    ],
   )
 }
 
@@ -148,7 +151,7 @@ const counted = (entries: { counts: Counts }[]) => ({
   bots: entries.map((entry) => entry.counts.bots),
 })
 
-async function addLinkHourly(tx: Transaction, visits: StoredVisit[], first: boolean[]): Promise<void> {
+async function addLinkHourly(query: SqlQuery, visits: StoredVisit[], first: boolean[]): Promise<void> {
   const tally = new Tally<{ uniq: number; dimension: Dimension; hour: string; value: string }>()
   visits.forEach((visit, i) => {
     const hour = hourOf(visit.at)
@@ -158,24 +161,26 @@ async function addLinkHourly(tx: Transaction, visits: StoredVisit[], first: bool
   })
   const rows = tally.sorted()
   const { clicks, visitors, bots } = counted(rows)
-  await tx.$executeRawUnsafe(
+  await query(
     `INSERT INTO "analytics"."LinkHourly" ("linkUniq", "dimension", "hour", "value", "clicks", "visitors", "bots")
      SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::int[], $7::int[])
      ON CONFLICT ("linkUniq", "dimension", "hour", "value") DO UPDATE SET
        "clicks" = "LinkHourly"."clicks" + EXCLUDED."clicks",
        "visitors" = "LinkHourly"."visitors" + EXCLUDED."visitors",
        "bots" = "LinkHourly"."bots" + EXCLUDED."bots"`,
-    rows.map((row) => row.key.uniq),
-    rows.map((row) => row.key.dimension),
-    rows.map((row) => row.key.hour),
-    rows.map((row) => row.key.value),
-    clicks,
-    visitors,
-    bots,
+    [
+      rows.map((row) => row.key.uniq),
+      rows.map((row) => row.key.dimension),
+      rows.map((row) => row.key.hour),
+      rows.map((row) => row.key.value),
+      clicks,
+      visitors,
+      bots,
+    ],
   )
 }
 
-async function addWorkspaceHourly(tx: Transaction, visits: StoredVisit[], first: boolean[]): Promise<void> {
+async function addWorkspaceHourly(query: SqlQuery, visits: StoredVisit[], first: boolean[]): Promise<void> {
   const tally = new Tally<{ workspaceId: number; dimension: Dimension; hour: string; domain: string; value: string }>()
   visits.forEach((visit, i) => {
     const hour = hourOf(visit.at)
@@ -190,47 +195,51 @@ async function addWorkspaceHourly(tx: Transaction, visits: StoredVisit[], first:
   })
   const rows = tally.sorted()
   const { clicks, visitors, bots } = counted(rows)
-  await tx.$executeRawUnsafe(
+  await query(
     `INSERT INTO "analytics"."WorkspaceHourly" ("workspaceId", "dimension", "hour", "domain", "value", "clicks", "visitors", "bots")
      SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::int[], $7::int[], $8::int[])
      ON CONFLICT ("workspaceId", "dimension", "hour", "domain", "value") DO UPDATE SET
        "clicks" = "WorkspaceHourly"."clicks" + EXCLUDED."clicks",
        "visitors" = "WorkspaceHourly"."visitors" + EXCLUDED."visitors",
        "bots" = "WorkspaceHourly"."bots" + EXCLUDED."bots"`,
-    rows.map((row) => row.key.workspaceId),
-    rows.map((row) => row.key.dimension),
-    rows.map((row) => row.key.hour),
-    rows.map((row) => row.key.domain),
-    rows.map((row) => row.key.value),
-    clicks,
-    visitors,
-    bots,
+    [
+      rows.map((row) => row.key.workspaceId),
+      rows.map((row) => row.key.dimension),
+      rows.map((row) => row.key.hour),
+      rows.map((row) => row.key.domain),
+      rows.map((row) => row.key.value),
+      clicks,
+      visitors,
+      bots,
+    ],
   )
 }
 
-async function addLinkClicks(tx: Transaction, visits: StoredVisit[]): Promise<void> {
+async function addLinkClicks(query: SqlQuery, visits: StoredVisit[]): Promise<void> {
   const clicks = new Map<number, number>()
   for (const visit of visits) if (!visit.bot) clicks.set(visit.linkUniq, (clicks.get(visit.linkUniq) ?? 0) + 1)
   if (clicks.size === 0) return
   const rows = [...clicks.entries()].sort(([a], [b]) => a - b)
-  await tx.$executeRawUnsafe(
+  await query(
     `INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks")
      SELECT * FROM unnest($1::int[], $2::bigint[])
      ON CONFLICT ("linkUniq") DO UPDATE SET "clicks" = "LinkClicks"."clicks" + EXCLUDED."clicks"`,
-    rows.map(([uniq]) => uniq),
-    rows.map(([, count]) => count),
+    [
+      rows.map(([uniq]) => uniq),
+      rows.map(([, count]) => count),
+    ],
   )
 }
 
 /** Stores a batch of visits and counts them in every aggregate, in one transaction. */
-export async function storeVisits(prisma: PrismaClient, visits: StoredVisit[]): Promise<void> {
+export async function storeVisits(database: Database, visits: StoredVisit[]): Promise<void> {
   if (visits.length === 0) return
-  await ensurePartitionsFor(prisma, visits.map((visit) => visit.at))
-  await inTransaction(prisma, async (tx) => {
-    const first = await firstVisits(tx, visits)
-    await insertRaw(tx, visits, first.link)
-    await addLinkHourly(tx, visits, first.link)
-    await addWorkspaceHourly(tx, visits, first.workspace)
-    await addLinkClicks(tx, visits)
+  await ensurePartitionsFor(database.prisma, visits.map((visit) => visit.at))
+  await database.transaction(async (query) => {
+    const first = await firstVisits(query, visits)
+    await insertRaw(query, visits, first.link)
+    await addLinkHourly(query, visits, first.link)
+    await addWorkspaceHourly(query, visits, first.workspace)
+    await addLinkClicks(query, visits)
   })
 }

@@ -51,7 +51,7 @@ export default fp(
         warned = true
       },
     })
-    const recorder = new BufferedVisitRecorder((batch) => storeVisits(prisma, batch), keys, app.log, options.buffer)
+    const recorder = new BufferedVisitRecorder((batch) => storeVisits(app.db, batch), keys, app.log, options.buffer)
     app.decorate('visits', recorder)
     app.decorate('visitRecorder', recorder)
 
