@@ -6,6 +6,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify'
 import { randomBytes } from 'node:crypto'
+import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { buildApp, loggerOptions } from '../src/app.js'
 import { loadConfig } from '../src/config/config.js'
 import { addDomain, createToken } from '../src/workspaces/workspace-repository.js'
@@ -64,6 +65,8 @@ if (mode !== 'bare') {
   const recorder = app.visits
   app.visits = { record: (visit) => recording && recorder.record(visit) }
 }
+const loopDelay = monitorEventLoopDelay({ resolution: 10 })
+loopDelay.enable()
 const startRss = process.memoryUsage().rss
 
 await app.listen({ port: 0, host: '127.0.0.1' })
@@ -86,6 +89,8 @@ process.on('message', async (message: string) => {
       statements: redirects?.viewStatements() ?? 0,
       counters: redirects ? { ...redirects.counters } : null,
       visits: mode === 'bare' ? null : app.visitRecorder?.stats(),
+      loopDelayMaxMs: loopDelay.max / 1e6,
+      loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
     })
   } else if (message === 'recording on' || message === 'recording off') {
     recording = message === 'recording on'

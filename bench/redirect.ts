@@ -96,6 +96,8 @@ interface Stats {
   statements: number
   counters: Record<string, number> | null
   visits: Record<string, number> | null
+  loopDelayMaxMs: number
+  loopDelayP99Ms: number
 }
 
 async function load(server: Server, seconds: number, overallRate?: number, prefix = ''): Promise<Run> {
@@ -216,6 +218,7 @@ async function main() {
     `recording on / off: ${((100 * full.service.rps) / full.unrecorded.rps).toFixed(1)}% throughput (runs: ${recordingRatios}; target ≥ 90%); ` +
       `visits: ${JSON.stringify(stats.visits)}`,
   )
+  console.log(`service event-loop delay since start: p99 ${stats.loopDelayP99Ms.toFixed(1)} ms, max ${stats.loopDelayMaxMs.toFixed(1)} ms`)
   console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
   const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
   console.log(

@@ -45,8 +45,9 @@ async function createPartition(prisma: PrismaClient, month: Month): Promise<void
 
 /** Makes sure the partitions that hold these times exist. */
 export async function ensurePartitionsFor(prisma: PrismaClient, times: Date[]): Promise<void> {
-  const months = new Map(times.map((at) => monthOf(at)).map((month) => [month.name, month]))
-  for (const month of months.values()) await createPartition(prisma, month)
+  const months = new Map<number, Date>()
+  for (const at of times) months.set(at.getUTCFullYear() * 12 + at.getUTCMonth(), at)
+  for (const at of months.values()) await createPartition(prisma, monthOf(at))
 }
 
 /** This month's partition and the next MONTHS_AHEAD. */

@@ -2,12 +2,19 @@
  * Writes batches of visits (tables: prisma/migrations/20261123090000_visits): the raw rows, and in the same
  * transaction the hourly aggregates per link and per workspace, the all-time clicks of each link, and who was
  * seen today (to tell first visits of the day, which is what "unique visitors" counts). One transaction per
- * batch, so a batch is counted wholly or not at all; a handful of statements whatever the batch's size.
+ * batch, so a batch is counted wholly or not at all; five statements whatever the batch's size, through the
+ * driver (Database.transaction). A batch that fails (a deadlock included) is tried again by the recorder.
+ *
+ * This runs for every visit the service answers, so it is written for the CPU it costs: the raw rows go as one
+ * JSON parameter (JSON.stringify is native; the driver's array parameters cost a function call per element),
+ * visits are first summed by their combination of facts (a link's visits in one hour mostly share them), and
+ * visitors already known to be seen today are not asked about again.
  *
  * Aggregate rows are written in one sorted order: two instances flushing at once lock the rows they share in
  * the same order, so they wait for each other instead of deadlocking.
  */
 import type { Database, SqlQuery } from '../db/database.js'
+import { setImmediate as nextTurn } from 'node:timers/promises'
 import { ensurePartitionsFor } from './partitions.js'
 
 /** A visit as stored: resolved (device, browser…), with the visitor's daily key already derived. */
@@ -29,7 +36,7 @@ export interface StoredVisit {
   visitor: string
 }
 
-/** The breakdowns kept per hour; `total` has the value ''. */
+/** The breakdowns kept per hour; `total` has the value ''. WorkspaceHourly also has `link`. */
 export const DIMENSIONS = ['total', 'country', 'referrer', 'device', 'os', 'browser', 'destination'] as const
 export type Dimension = (typeof DIMENSIONS)[number] | 'link'
 
@@ -39,8 +46,88 @@ export type Dimension = (typeof DIMENSIONS)[number] | 'link'
  */
 export const MAX_AGGREGATE_VALUE = 1024
 
-const dayOf = (at: Date) => at.toISOString().slice(0, 10)
-const hourOf = (at: Date) => `${at.toISOString().slice(0, 13)}:00:00Z`
+const HOUR_MS = 3_600_000
+const DAY_MS = 86_400_000
+const SEP = '\u0001'
+
+interface Counts {
+  clicks: number
+  visitors: number
+  bots: number
+}
+
+/** Visits that share every fact the aggregates keep, summed. */
+interface Combination {
+  visit: StoredVisit
+  hour: number
+  link: Counts
+  /** visitors: first visits of the workspace on the day (clicks and bots as for the link). */
+  workspace: Counts
+}
+
+const byKey = <T>(entries: Map<string, T>) => [...entries.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value)
+
+/**
+ * The (day, scope, visitor) triples known to be in SeenToday, per database: they need no round trip. Added only
+ * once their transaction committed; bounded (cleared when full: the cost is asking again).
+ */
+const seenCache = new WeakMap<Database, Set<string>>()
+const MAX_SEEN_CACHED = 200_000
+
+/**
+ * Which visits are the first of the day by their visitor, of their link and of their workspace (scope: the
+ * uniq, or minus the workspace id): what neither the cache nor SeenToday held. Bots are not visitors. Returns
+ * also the triples to remember once the transaction commits.
+ */
+async function firstVisits(query: SqlQuery, visits: StoredVisit[], seen: Set<string>) {
+  const link: boolean[] = new Array(visits.length).fill(false)
+  const workspace: boolean[] = new Array(visits.length).fill(false)
+  const asked = new Map<string, { day: number; scope: number; visitor: string; firstAt: number; ofLink: boolean }>()
+  visits.forEach((visit, i) => {
+    if (visit.bot) return
+    const day = Math.floor(visit.at.getTime() / DAY_MS)
+    for (const [scope, ofLink] of [[visit.linkUniq, true], [-visit.workspaceId, false]] as const) {
+      const key = `${day}${SEP}${scope}${SEP}${visit.visitor}`
+      if (seen.has(key) || asked.has(key)) continue
+      asked.set(key, { day, scope, visitor: visit.visitor, firstAt: i, ofLink })
+    }
+  })
+  if (asked.size === 0) return { link, workspace, remember: [] as string[] }
+  const rows = byKey(asked)
+  const inserted = await query<{ day: number; scope: number; visitor: string }>(
+    `INSERT INTO "analytics"."SeenToday" ("day", "scope", "visitor")
+     SELECT to_timestamp(d * 86400)::date, s, v FROM unnest($1::int[], $2::int[], $3::bigint[]) AS t(d, s, v)
+     ON CONFLICT DO NOTHING
+     RETURNING ("day" - DATE '1970-01-01') AS "day", "scope", "visitor"::text AS "visitor"`,
+    [rows.map((row) => row.day), rows.map((row) => row.scope), rows.map((row) => row.visitor)],
+  )
+  for (const row of inserted) {
+    const entry = asked.get(`${row.day}${SEP}${row.scope}${SEP}${row.visitor}`)
+    if (entry) (entry.ofLink ? link : workspace)[entry.firstAt] = true
+  }
+  return { link, workspace, remember: [...asked.keys()] }
+}
+
+function combine(visits: StoredVisit[], first: { link: boolean[]; workspace: boolean[] }): Combination[] {
+  const combinations = new Map<string, Combination>()
+  visits.forEach((visit, i) => {
+    const hour = visit.at.getTime() - (visit.at.getTime() % HOUR_MS)
+    const key = [visit.linkUniq, hour, visit.country, visit.referrerHost, visit.device, visit.os, visit.browser, visit.destination, visit.domain].join(SEP)
+    let combination = combinations.get(key)
+    if (!combination) {
+      combination = { visit, hour, link: { clicks: 0, visitors: 0, bots: 0 }, workspace: { clicks: 0, visitors: 0, bots: 0 } }
+      combinations.set(key, combination)
+    }
+    for (const [counts, firstOfDay] of [[combination.link, first.link[i]], [combination.workspace, first.workspace[i]]] as const) {
+      if (visit.bot) counts.bots++
+      else {
+        counts.clicks++
+        if (firstOfDay) counts.visitors++
+      }
+    }
+  })
+  return [...combinations.values()]
+}
 
 function dimensionValues(visit: StoredVisit): [Dimension, string][] {
   return [
@@ -54,180 +141,98 @@ function dimensionValues(visit: StoredVisit): [Dimension, string][] {
   ]
 }
 
-interface Counts {
-  clicks: number
-  visitors: number
-  bots: number
-}
-
-/** Sums counts under string keys, and gives them back sorted by key (the lock order). */
-class Tally<K> {
-  private readonly entries = new Map<string, { key: K; counts: Counts }>()
-
-  add(id: string, key: K, visit: { bot: boolean; first: boolean }): void {
-    let entry = this.entries.get(id)
-    if (!entry) this.entries.set(id, (entry = { key, counts: { clicks: 0, visitors: 0, bots: 0 } }))
-    if (visit.bot) entry.counts.bots++
-    else {
-      entry.counts.clicks++
-      if (visit.first) entry.counts.visitors++
+/** Sums combinations into aggregate rows under their key; returns them sorted by key (the lock order). */
+function tally<K extends object>(
+  combinations: Combination[],
+  rowsOf: (combination: Combination) => { id: string; key: K; counts: Counts }[],
+): (K & Counts)[] {
+  const rows = new Map<string, K & Counts>()
+  for (const combination of combinations) {
+    for (const { id, key, counts } of rowsOf(combination)) {
+      const row = rows.get(id)
+      if (row) {
+        row.clicks += counts.clicks
+        row.visitors += counts.visitors
+        row.bots += counts.bots
+      } else rows.set(id, { ...key, ...counts })
     }
   }
-
-  sorted(): { key: K; counts: Counts }[] {
-    return [...this.entries.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, entry]) => entry)
-  }
+  return byKey(rows)
 }
 
-/**
- * The first visit of the day by each visitor, of each link and of each workspace (scope: the uniq, or minus the
- * workspace id): what SeenToday did not hold before. Bots are not visitors.
- */
-async function firstVisits(query: SqlQuery, visits: StoredVisit[]): Promise<{ link: boolean[]; workspace: boolean[] }> {
-  const seen = new Map<string, { day: string; scope: number; visitor: string }>()
-  for (const visit of visits) {
-    if (visit.bot) continue
-    const day = dayOf(visit.at)
-    for (const scope of [visit.linkUniq, -visit.workspaceId]) seen.set(`${day}|${scope}|${visit.visitor}`, { day, scope, visitor: visit.visitor })
-  }
-  const rows = [...seen.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, row]) => row)
-  const fresh = new Set<string>()
-  if (rows.length > 0) {
-    const inserted = await query<{ day: string; scope: number; visitor: string }>(
-      `INSERT INTO "analytics"."SeenToday" ("day", "scope", "visitor")
-       SELECT * FROM unnest($1::date[], $2::int[], $3::bigint[])
-       ON CONFLICT DO NOTHING
-       RETURNING "day"::text AS "day", "scope", "visitor"::text AS "visitor"`,
-    [
-      rows.map((row) => row.day),
-      rows.map((row) => row.scope),
-      rows.map((row) => row.visitor),
-    ],
-  )
-    for (const row of inserted) fresh.add(`${row.day}|${row.scope}|${row.visitor}`)
-  }
-  // Only the first visit in the batch of a fresh (day, scope, visitor) is the first of the day.
-  const first = (key: string) => fresh.delete(key)
-  const link: boolean[] = []
-  const workspace: boolean[] = []
-  for (const visit of visits) {
-    const day = dayOf(visit.at)
-    link.push(!visit.bot && first(`${day}|${visit.linkUniq}|${visit.visitor}`))
-    workspace.push(!visit.bot && first(`${day}|${-visit.workspaceId}|${visit.visitor}`))
-  }
-  return { link, workspace }
-}
+const counted = (rows: Counts[]) => [rows.map((row) => row.clicks), rows.map((row) => row.visitors), rows.map((row) => row.bots)]
 
 async function insertRaw(query: SqlQuery, visits: StoredVisit[], firstOfDay: boolean[]): Promise<void> {
-  const column = <T>(pick: (visit: StoredVisit) => T) => visits.map(pick)
+  const rows = visits.map((visit, i) => ({ ...visit, at: visit.at.getTime(), firstOfDay: firstOfDay[i] }))
   await query(
     `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
        "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay")
-     SELECT * FROM unnest($1::timestamptz[], $2::int[], $3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[],
-       $9::text[], $10::text[], $11::text[], $12::text[], $13::boolean[], $14::bigint[], $15::boolean[])`,
-    [
-      column((visit) => visit.at.toISOString()),
-      column((visit) => visit.linkUniq),
-      column((visit) => visit.workspaceId),
-      column((visit) => visit.domain),
-      column((visit) => visit.country),
-      column((visit) => visit.referrerHost),
-      column((visit) => visit.device),
-      column((visit) => visit.os),
-      column((visit) => visit.browser),
-      column((visit) => visit.destination),
-      column((visit) => visit.reason),
-      column((visit) => visit.answer),
-      column((visit) => visit.bot),
-      column((visit) => visit.visitor),
-      firstOfDay,
-    ],
+     SELECT to_timestamp(v."at" / 1000.0), v."linkUniq", v."workspaceId", v."domain", v."country", v."referrerHost", v."device",
+       v."os", v."browser", v."destination", v."reason", v."answer", v."bot", v."visitor"::bigint, v."firstOfDay"
+     FROM json_to_recordset($1::json) AS v("at" float8, "linkUniq" int, "workspaceId" int, "domain" text, "country" text,
+       "referrerHost" text, "device" text, "os" text, "browser" text, "destination" text, "reason" text, "answer" text,
+       "bot" boolean, "visitor" text, "firstOfDay" boolean)`,
+    [JSON.stringify(rows)],
   )
 }
 
-const counted = (entries: { counts: Counts }[]) => ({
-  clicks: entries.map((entry) => entry.counts.clicks),
-  visitors: entries.map((entry) => entry.counts.visitors),
-  bots: entries.map((entry) => entry.counts.bots),
-})
-
-async function addLinkHourly(query: SqlQuery, visits: StoredVisit[], first: boolean[]): Promise<void> {
-  const tally = new Tally<{ uniq: number; dimension: Dimension; hour: string; value: string }>()
-  visits.forEach((visit, i) => {
-    const hour = hourOf(visit.at)
-    for (const [dimension, value] of dimensionValues(visit)) {
-      tally.add(`${visit.linkUniq}|${dimension}|${hour}|${value}`, { uniq: visit.linkUniq, dimension, hour, value }, { bot: visit.bot, first: first[i] })
-    }
-  })
-  const rows = tally.sorted()
-  const { clicks, visitors, bots } = counted(rows)
+async function addLinkHourly(query: SqlQuery, combinations: Combination[]): Promise<void> {
+  const rows = tally(combinations, ({ visit, hour, link }) =>
+    dimensionValues(visit).map(([dimension, value]) => ({
+      id: `${visit.linkUniq}${SEP}${dimension}${SEP}${hour}${SEP}${value}`,
+      key: { uniq: visit.linkUniq, dimension, hour, value },
+      counts: link,
+    })),
+  )
   await query(
     `INSERT INTO "analytics"."LinkHourly" ("linkUniq", "dimension", "hour", "value", "clicks", "visitors", "bots")
-     SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::text[], $5::int[], $6::int[], $7::int[])
+     SELECT u, d, to_timestamp(h / 1000.0), v, c, vi, b FROM unnest($1::int[], $2::text[], $3::float8[], $4::text[], $5::int[], $6::int[], $7::int[])
+       AS t(u, d, h, v, c, vi, b)
      ON CONFLICT ("linkUniq", "dimension", "hour", "value") DO UPDATE SET
        "clicks" = "LinkHourly"."clicks" + EXCLUDED."clicks",
        "visitors" = "LinkHourly"."visitors" + EXCLUDED."visitors",
        "bots" = "LinkHourly"."bots" + EXCLUDED."bots"`,
-    [
-      rows.map((row) => row.key.uniq),
-      rows.map((row) => row.key.dimension),
-      rows.map((row) => row.key.hour),
-      rows.map((row) => row.key.value),
-      clicks,
-      visitors,
-      bots,
-    ],
+    [rows.map((row) => row.uniq), rows.map((row) => row.dimension), rows.map((row) => row.hour), rows.map((row) => row.value), ...counted(rows)],
   )
 }
 
-async function addWorkspaceHourly(query: SqlQuery, visits: StoredVisit[], first: boolean[]): Promise<void> {
-  const tally = new Tally<{ workspaceId: number; dimension: Dimension; hour: string; domain: string; value: string }>()
-  visits.forEach((visit, i) => {
-    const hour = hourOf(visit.at)
-    const values: [Dimension, string][] = [...dimensionValues(visit), ['link', String(visit.linkUniq)]]
-    for (const [dimension, value] of values) {
-      tally.add(
-        `${visit.workspaceId}|${dimension}|${hour}|${visit.domain}|${value}`,
-        { workspaceId: visit.workspaceId, dimension, hour, domain: visit.domain, value },
-        { bot: visit.bot, first: first[i] },
-      )
-    }
-  })
-  const rows = tally.sorted()
-  const { clicks, visitors, bots } = counted(rows)
+async function addWorkspaceHourly(query: SqlQuery, combinations: Combination[]): Promise<void> {
+  const rows = tally(combinations, ({ visit, hour, workspace }) =>
+    [...dimensionValues(visit), ['link', String(visit.linkUniq)] as [Dimension, string]].map(([dimension, value]) => ({
+      id: `${visit.workspaceId}${SEP}${dimension}${SEP}${hour}${SEP}${visit.domain}${SEP}${value}`,
+      key: { workspaceId: visit.workspaceId, dimension, hour, domain: visit.domain, value },
+      counts: workspace,
+    })),
+  )
   await query(
     `INSERT INTO "analytics"."WorkspaceHourly" ("workspaceId", "dimension", "hour", "domain", "value", "clicks", "visitors", "bots")
-     SELECT * FROM unnest($1::int[], $2::text[], $3::timestamptz[], $4::text[], $5::text[], $6::int[], $7::int[], $8::int[])
+     SELECT w, d, to_timestamp(h / 1000.0), dom, v, c, vi, b
+     FROM unnest($1::int[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::int[], $7::int[], $8::int[]) AS t(w, d, h, dom, v, c, vi, b)
      ON CONFLICT ("workspaceId", "dimension", "hour", "domain", "value") DO UPDATE SET
        "clicks" = "WorkspaceHourly"."clicks" + EXCLUDED."clicks",
        "visitors" = "WorkspaceHourly"."visitors" + EXCLUDED."visitors",
        "bots" = "WorkspaceHourly"."bots" + EXCLUDED."bots"`,
     [
-      rows.map((row) => row.key.workspaceId),
-      rows.map((row) => row.key.dimension),
-      rows.map((row) => row.key.hour),
-      rows.map((row) => row.key.domain),
-      rows.map((row) => row.key.value),
-      clicks,
-      visitors,
-      bots,
+      rows.map((row) => row.workspaceId),
+      rows.map((row) => row.dimension),
+      rows.map((row) => row.hour),
+      rows.map((row) => row.domain),
+      rows.map((row) => row.value),
+      ...counted(rows),
     ],
   )
 }
 
-async function addLinkClicks(query: SqlQuery, visits: StoredVisit[]): Promise<void> {
+async function addLinkClicks(query: SqlQuery, combinations: Combination[]): Promise<void> {
   const clicks = new Map<number, number>()
-  for (const visit of visits) if (!visit.bot) clicks.set(visit.linkUniq, (clicks.get(visit.linkUniq) ?? 0) + 1)
+  for (const { visit, link } of combinations) if (link.clicks > 0) clicks.set(visit.linkUniq, (clicks.get(visit.linkUniq) ?? 0) + link.clicks)
   if (clicks.size === 0) return
   const rows = [...clicks.entries()].sort(([a], [b]) => a - b)
   await query(
     `INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks")
      SELECT * FROM unnest($1::int[], $2::bigint[])
      ON CONFLICT ("linkUniq") DO UPDATE SET "clicks" = "LinkClicks"."clicks" + EXCLUDED."clicks"`,
-    [
-      rows.map(([uniq]) => uniq),
-      rows.map(([, count]) => count),
-    ],
+    [rows.map(([uniq]) => uniq), rows.map(([, count]) => count)],
   )
 }
 
@@ -235,11 +240,19 @@ async function addLinkClicks(query: SqlQuery, visits: StoredVisit[]): Promise<vo
 export async function storeVisits(database: Database, visits: StoredVisit[]): Promise<void> {
   if (visits.length === 0) return
   await ensurePartitionsFor(database.prisma, visits.map((visit) => visit.at))
-  await database.transaction(async (query) => {
-    const first = await firstVisits(query, visits)
+  let seen = seenCache.get(database)
+  if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
+  const remember = await database.transaction(async (query) => {
+    const first = await firstVisits(query, visits, seen)
     await insertRaw(query, visits, first.link)
-    await addLinkHourly(query, visits, first.link)
-    await addWorkspaceHourly(query, visits, first.workspace)
-    await addLinkClicks(query, visits)
+    // Each step's work in JavaScript holds the event loop; visitors' requests go in between.
+    await nextTurn()
+    const combinations = combine(visits, first)
+    await nextTurn()
+    await addLinkHourly(query, combinations)
+    await addWorkspaceHourly(query, combinations)
+    await addLinkClicks(query, combinations)
+    return first.remember
   })
+  for (const key of remember) seen.add(key)
 }
