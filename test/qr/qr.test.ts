@@ -3,7 +3,7 @@
  * Every image is decoded back (jsQR; PNG read with pngjs, SVG rasterised with resvg) to the link's short address.
  */
 import { Resvg } from '@resvg/resvg-js'
-import jsQR from 'jsqr'
+import jsQRModule from 'jsqr'
 import { PNG } from 'pngjs'
 import type { LightMyRequestResponse } from 'fastify'
 import { setImmediate as nextTurn } from 'node:timers/promises'
@@ -12,6 +12,9 @@ import type { Visit, VisitRecorder } from '../../src/redirects/visits.js'
 import { apiClient } from '../support/api-client.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
 import { acmeWorkspace, SHORT_DOMAIN, visit } from '../redirects/visit-support.js'
+
+// jsqr is CommonJS: imported from ESM its whole exports object arrives, whose `default` is the decoder.
+const jsQR = jsQRModule.default
 
 const recorded: Visit[] = []
 const recorder: VisitRecorder = { record: (visit) => void recorded.push(visit) }
