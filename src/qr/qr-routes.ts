@@ -7,7 +7,6 @@ import { Type } from '@sinclair/typebox'
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { UniqIdParams } from '../../schemas/link.js'
-import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
 import { QrQuery } from '../../schemas/qr.js'
 import { fieldError } from '../errors/app-error.js'
 import { findLink, type LinkServiceContext } from '../links/link-service.js'
@@ -56,8 +55,7 @@ export default async function qrRoutes(app: FastifyInstance, options: { links: L
         summary: "The QR code of a link's short address",
         description:
           'SVG (default) or PNG of `https://<domain>/<slug>`, the slug as it was given. The same image is public at ' +
-          '`https://<domain>/<slug>/qr` with the same parameters. Bad uniqId: ' +
-          patternMessages[POSITIVE_ID_PATTERN] + '.',
+          '`https://<domain>/<slug>/qr` with the same parameters. A read: the write quotas do not count it.',
         params: UniqIdParams,
         querystring: QrQuery,
         response: QR_RESPONSES,
