@@ -65,10 +65,14 @@ export const formatMessages: Record<string, string> = {
 /** A row id in a path: decimal digits without a leading zero ("0012" is no id, not 12), at most 15 of them. */
 export const POSITIVE_ID_PATTERN = '^[1-9][0-9]{0,14}$'
 
+/** A colour as `rrggbb` or `rrggbbaa`, with or without `#` (sent as `%23` in a query: a bare `#` starts the fragment). */
+export const HEX_COLOR_PATTERN = '^#?([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$'
+
 /** What a failed pattern means, for the patterns the schemas use. */
 export const patternMessages: Record<string, string> = {
   '^[0-9]+$': 'must be a string of digits',
   '^[0-9]{1,3}$': 'must be a string of digits',
   [POSITIVE_ID_PATTERN]: 'must be a positive whole number in decimal digits, without leading zeros',
   '^[A-Za-z0-9_-]+$': 'may contain only letters A-Z and a-z, digits, - and _',
+  [HEX_COLOR_PATTERN]: 'must be a hex colour: rrggbb or rrggbbaa, with or without # (%23)',
 }

@@ -7,6 +7,7 @@ import folderRoutes from './folders/folder-routes.js'
 import linkReadRoutes from './links/link-read-routes.js'
 import linkRoutes from './links/link-routes.js'
 import pixelRoutes from './pixels/pixel-routes.js'
+import qrRoutes from './qr/qr-routes.js'
 import scriptRoutes from './scripts/script-routes.js'
 import auth from './plugins/auth.js'
 import database from './plugins/database.js'
@@ -96,6 +97,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const links = { prisma: options.database.prisma, config, autofill: app.autofill, onChange: app.redirects.linkChanged }
   await app.register(linkRoutes, { links })
   await app.register(linkReadRoutes, { links })
+  await app.register(qrRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })
   await app.register(pixelRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
   await app.register(scriptRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })

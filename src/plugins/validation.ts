@@ -26,7 +26,8 @@ function buildAjv(options: Options): Ajv {
  * query parameters arrive as text, so their validator coerces.
  */
 const bodyAjv = buildAjv({ coerceTypes: false, allErrors: true, verbose: true })
-const parameterAjv = buildAjv({ coerceTypes: 'array', removeAdditional: true })
+// `verbose` here too: a parameter that fits no branch of a union (format=gif) is explained from the union's schema.
+const parameterAjv = buildAjv({ coerceTypes: 'array', removeAdditional: true, verbose: true })
 
 type SchemaNode = Record<string, unknown>
 

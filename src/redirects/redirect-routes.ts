@@ -1,13 +1,14 @@
 /**
  * The visitor side (contract section 11): `GET`/`HEAD /<slug>` and the password form's `POST /<slug>` on the
- * short domains, plus robots.txt and favicon.ico there. On any other host these paths are what they were:
- * the API's problem+json 404. API routes are static paths, which Fastify's router prefers to `/:slug`, so
- * they work on every host. No line is logged per visit below `warn` (the counters say how many); errors are.
+ * short domains, plus robots.txt, favicon.ico and the QR codes `/<slug>/qr` (src/qr/qr-public-route.ts) there.
+ * On any other host these paths are what they were: the API's problem+json 404. API routes are static paths,
+ * which Fastify's router prefers to `/:slug`, so they work on every host. No line is logged per visit below `warn` (the counters say how many); errors are.
  */
 import formbody from '@fastify/formbody'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import { LIMITS } from '../../schemas/link.js'
 import { notFound, unsupportedMediaType } from '../errors/app-error.js'
+import { publicQrRoute } from '../qr/qr-public-route.js'
 import { verifyPassword } from '../links/password.js'
 import { sendProblem } from '../plugins/errors.js'
 import type { VisitCounters } from '../plugins/redirects.js'
@@ -165,6 +166,9 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       return answerVisit(request, reply, view, { unlocked: true, setCookie })
     },
   )
+
+  // The link's QR code, in this scope for its quiet logger and host rules; not a visit.
+  publicQrRoute(app, { shortHost, notARoute })
 
   // Lets link previews (crawlers) read every link page.
   app.get('/robots.txt', visitorRoute, (request, reply) => {

@@ -45,6 +45,7 @@ const EXPECTED_STATUSES: Record<string, number[]> = {
   createScript: [201, 400, 401, 413, 415, 429, 500, 503],
   updateScript: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   deleteScript: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
+  getLinkQr: [200, 304, 400, 401, 404, 414, 429, 500, 503],
 }
 
 /** The shared schema each operation's success answers with; null for a 204 without a body. */
@@ -71,6 +72,9 @@ const SUCCESS_SCHEMAS: Record<string, string | null> = {
   updateScript: 'ScriptRecord',
   deleteScript: null,
 }
+
+/** Operations whose success is an image rather than JSON: the media types it is documented with. */
+const IMAGE_MEDIA_TYPES: Record<string, string[]> = { getLinkQr: ['image/svg+xml', 'image/png'] }
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 
@@ -197,6 +201,17 @@ t.test('the document', async (t) => {
       for (const status of statuses) {
         const response = operation.responses[status]
         t.ok(response.description && response.description !== 'Default Response', `${status} is described`)
+        if (status === 304) {
+          t.equal(response.content, undefined, '304 has no body')
+          t.ok(response.headers?.ETag, '304 documents the ETag')
+          continue
+        }
+        const images = IMAGE_MEDIA_TYPES[operation.operationId]
+        if (status < 300 && images) {
+          t.same(Object.keys(response.content), images, `${status} is an image`)
+          for (const type of images) t.equal(response.content[type].schema.contentMediaType, type, `${type} says its media type`)
+          continue
+        }
         if (status < 300) {
           const success = SUCCESS_SCHEMAS[operation.operationId]
           if (success === null) {
@@ -258,6 +273,12 @@ t.test('the document', async (t) => {
     for (const [schema, response] of answers) {
       t.ok(response.statusCode < 300, `${schema}: ${response.statusCode}`)
       t.same(check({ $ref: `#/components/schemas/${schema}` }, response.json()), [], `the body is a ${schema}`)
+    }
+    // The QR code: an image of each documented type, as the format asks.
+    for (const [format, type] of [['svg', 'image/svg+xml'], ['png', 'image/png']]) {
+      const image = await get(`/v1/links/${created.json().uniq}/qr?format=${format}`)
+      t.equal(image.statusCode, 200, `QR ${format}`)
+      t.equal(image.headers['content-type'], type, `QR ${format} is ${type}`)
     }
 
     const errors = [
