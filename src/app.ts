@@ -21,6 +21,7 @@ import redis from './plugins/redis.js'
 import validation from './plugins/validation.js'
 import redirects, { type RedirectPluginOptions } from './plugins/redirects.js'
 import redirectRoutes from './redirects/redirect-routes.js'
+import statsRoutes from './analytics/stats-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
 export interface AppOptions {
@@ -95,6 +96,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(folderRoutes, { prisma: options.database.prisma })
   await app.register(pixelRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
   await app.register(scriptRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  await app.register(statsRoutes, { links })
   await app.register(redirectRoutes, { countryHeader: config.countryHeader })
   return app
 }
