@@ -243,6 +243,10 @@ export const LinkRecord = Type.Object(
     workspaceId: Type.Integer(),
     createdDate: UtcDateTime,
     updatedDate: UtcDateTime,
+    clicks: Type.Integer({
+      minimum: 0,
+      description: 'All-time clicks (visits by people; bots excluded), also counting visits older than the raw retention',
+    }),
   },
   {
     $id: 'LinkRecord',
@@ -273,6 +277,7 @@ export const LinkRecord = Type.Object(
         workspaceId: 1,
         createdDate: '2026-11-22T10:00:00.000Z',
         updatedDate: '2026-11-22T10:00:00.000Z',
+        clicks: 128,
       },
     ],
   },

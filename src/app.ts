@@ -23,6 +23,7 @@ import validation from './plugins/validation.js'
 import redirects, { type RedirectPluginOptions } from './plugins/redirects.js'
 import visits, { type VisitPluginOptions } from './plugins/visits.js'
 import redirectRoutes from './redirects/redirect-routes.js'
+import statsRoutes from './analytics/stats-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 
 export interface AppOptions {
@@ -101,6 +102,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(folderRoutes, { prisma: options.database.prisma })
   await app.register(pixelRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
   await app.register(scriptRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  await app.register(statsRoutes, { links })
   await app.register(redirectRoutes, { countryHeader: config.countryHeader })
   return app
 }

@@ -92,20 +92,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
     kind: 'postgres',
     query: async <Row>(sql: string, params: unknown[] = [], name?: string) =>
       (await visitorPool.query({ text: sql, values: params, name })).rows as Row[],
-    async transaction(work) {
-      const client = await pool.connect()
-      try {
-        await client.query('BEGIN')
-        const result = await work(async (sql, params = []) => (await client.query(sql, params)).rows)
-        await client.query('COMMIT')
-        return result
-      } catch (error) {
-        await client.query('ROLLBACK').catch(() => {})
-        throw error
-      } finally {
-        client.release()
-      }
-    },
+    transaction: (work) => poolTransaction(pool, work),
     ping: () => pingWith(prisma),
     async close() {
       await prisma.$disconnect()
@@ -140,6 +127,22 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
       await client.close()
       releaseLock()
     },
+  }
+}
+
+/** Database.transaction on a pg pool: BEGIN … COMMIT on one of its connections, ROLLBACK if `work` throws. */
+export async function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery) => Promise<T>): Promise<T> {
+  const client = await pool.connect()
+  try {
+    await client.query('BEGIN')
+    const result = await work(async (sql, params = []) => (await client.query(sql, params)).rows)
+    await client.query('COMMIT')
+    return result
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => {})
+    throw error
+  } finally {
+    client.release()
   }
 }
 

@@ -6,7 +6,7 @@ import { fieldError } from '../errors/app-error.js'
 import { noContentResponse, problemResponsesWith } from '../plugins/openapi-entity-responses.js'
 import { successResponse } from '../plugins/openapi-responses.js'
 import { deleteLink, listLinks } from './link-read-service.js'
-import { toLinkRecord } from './link-record.js'
+import { linkRecord, linkRecords } from './link-record.js'
 import { findLink, type LinkServiceContext } from './link-service.js'
 import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
 
@@ -49,7 +49,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
     },
     async (request) => {
       const page = await listLinks(options.links, request.caller, request.query)
-      return { links: page.links.map(toLinkRecord), nextCursor: page.nextCursor }
+      return { links: await linkRecords(options.links.prisma, page.links), nextCursor: page.nextCursor }
     },
   )
 
@@ -68,7 +68,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
         },
       },
     },
-    async (request) => toLinkRecord(await findLink(options.links, request.caller, { uniq: request.params.uniqId })),
+    async (request) => linkRecord(options.links.prisma, await findLink(options.links, request.caller, { uniq: request.params.uniqId })),
   )
 
   api.get(
@@ -86,7 +86,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
     },
     async (request) => {
       const { domain, id } = request.params
-      return toLinkRecord(await findLink(options.links, request.caller, { domain, slug: id }))
+      return linkRecord(options.links.prisma, await findLink(options.links, request.caller, { domain, slug: id }))
     },
   )
 

@@ -12,7 +12,7 @@ import {
 import { requireJsonBody } from '../plugins/json-body.js'
 import { AUTOFILL_HEADER, problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
-import { toLinkRecord } from './link-record.js'
+import { linkRecord, toLinkRecord } from './link-record.js'
 
 export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
@@ -58,7 +58,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     async (request, reply) => {
       const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request))
       reportAutofill(request, reply, link.url, autofill)
-      return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link))
+      return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link, 0))
     },
   )
 
@@ -80,7 +80,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         options.links, request.caller, { uniq: request.params.uniqId }, request.body, admit(request),
       )
       reportAutofill(request, reply, link.url, autofill)
-      return toLinkRecord(link)
+      return linkRecord(options.links.prisma, link)
     },
   )
 
@@ -101,7 +101,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       const { domain, id } = request.params
       const { link, autofill } = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body, admit(request))
       reportAutofill(request, reply, link.url, autofill)
-      return toLinkRecord(link)
+      return linkRecord(options.links.prisma, link)
     },
   )
 }

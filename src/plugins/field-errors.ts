@@ -50,6 +50,8 @@ function messageOf(error: ErrorObject): string {
       return patternMessages[error.params.pattern] ?? `must match the pattern ${error.params.pattern}`
     case 'type':
       return `must be ${describeSchema({ type: error.params.type }).join(' or ')}`
+    case 'enum':
+      return `must be one of: ${(error.params.allowedValues as unknown[]).join(', ')}`
     default:
       return error.message ?? 'is invalid'
   }

@@ -9,6 +9,7 @@ import { LinkRecord } from '../../schemas/link.js'
 import { Pixel, PixelList } from '../../schemas/pixel.js'
 import { FieldError, Problem } from '../../schemas/problem.js'
 import { ScriptList, ScriptRecord, ScriptSummary } from '../../schemas/script.js'
+import { LinkStats, VisitList, WorkspaceStats } from '../../schemas/stats.js'
 import { HTTP_TIMEOUTS } from './http-server.js'
 import { documentHttpAnswers } from './openapi-http-answers.js'
 
@@ -16,7 +17,7 @@ import { documentHttpAnswers } from './openapi-http-answers.js'
  * Shared schemas, registered once at the root and referenced by $id so the OpenAPI document names them.
  * (A route plugin that added schemas of its own would get Fastify's default, coercing body validator back.)
  */
-export const SHARED_SCHEMAS = [FieldError, Problem, LinkRecord, LinkList, FolderRecord, FolderList, Pixel, PixelList, ScriptSummary, ScriptRecord, ScriptList]
+export const SHARED_SCHEMAS = [FieldError, Problem, LinkRecord, LinkList, FolderRecord, FolderList, Pixel, PixelList, ScriptSummary, ScriptRecord, ScriptList, LinkStats, WorkspaceStats, VisitList]
 
 /**
  * The OpenAPI 3.1 document is generated from the route schemas (GET /openapi.json) and shown by
@@ -52,6 +53,7 @@ export default fp(
           { name: 'folders', description: "The workspace's folders of links" },
           { name: 'pixels', description: "The workspace's tracking pixels, which links use" },
           { name: 'scripts', description: "The workspace's HTML/JavaScript snippets, which links attach" },
+          { name: 'stats', description: 'Click analytics: clicks, unique visitors and bots of links and the workspace, and raw visits' },
           { name: 'health', description: 'Liveness and readiness probes' },
         ],
       },

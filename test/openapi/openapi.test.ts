@@ -46,6 +46,10 @@ const EXPECTED_STATUSES: Record<string, number[]> = {
   updateScript: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   deleteScript: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   getLinkQr: [200, 304, 400, 401, 404, 414, 429, 500, 503],
+  getLinkStats: [200, 400, 401, 404, 414, 429, 500, 503],
+  getLinkStatsByDomain: [200, 400, 401, 404, 414, 429, 500, 503],
+  getWorkspaceStats: [200, 400, 401, 429, 500, 503],
+  listLinkVisits: [200, 400, 401, 404, 414, 429, 500, 503],
 }
 
 /** The shared schema each operation's success answers with; null for a 204 without a body. */
@@ -71,6 +75,10 @@ const SUCCESS_SCHEMAS: Record<string, string | null> = {
   createScript: 'ScriptRecord',
   updateScript: 'ScriptRecord',
   deleteScript: null,
+  getLinkStats: 'LinkStats',
+  getLinkStatsByDomain: 'LinkStats',
+  getWorkspaceStats: 'WorkspaceStats',
+  listLinkVisits: 'VisitList',
 }
 
 /** Operations whose success is an image rather than JSON: the media types it is documented with. */

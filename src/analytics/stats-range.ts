@@ -1,0 +1,89 @@
+/**
+ * The range of a stats request: from and to (rounded to whole hours, since the aggregates are hourly), the
+ * time zone the buckets follow, and the interval. Everything the client can get wrong is a 400 naming the field.
+ */
+import { MAX_POINTS, MAX_RANGE_DAYS, type Interval } from '../../schemas/stats.js'
+import { fieldError } from '../errors/app-error.js'
+
+const HOUR = 3_600_000
+const DAY = 24 * HOUR
+const DEFAULT_DAYS = 30
+
+export interface StatsRange {
+  /** Rounded down to the hour: the first hour counted. */
+  from: Date
+  /** Rounded up to the hour: the first hour not counted. */
+  to: Date
+  /** The canonical IANA name, as PostgreSQL and Intl both know it. */
+  timezone: string
+  interval: Interval
+}
+
+/** An instant given by the client; the format check lets through what a Date cannot hold (23:59:60). */
+export function parseInstant(value: string | undefined, path: string): Date | undefined {
+  if (value === undefined) return undefined
+  const instant = new Date(value)
+  if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
+  return instant
+}
+
+/**
+ * An IANA zone name. Intl decides whether it exists; the pattern keeps out what Intl may accept but PostgreSQL
+ * reads differently: an offset like "+01:00" is a POSIX zone there, with its sign the other way round.
+ */
+export function parseTimezone(value: string | undefined): string {
+  if (value === undefined) return 'UTC'
+  const invalid = () => fieldError('/timezone', 'must be an IANA time zone name, such as Europe/Paris or UTC')
+  if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value)) throw invalid()
+  try {
+    return new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
+  } catch {
+    throw invalid()
+  }
+}
+
+const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR)
+const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR) * HOUR)
+
+/** The shortest a bucket of each interval can be (a day loses an hour to DST, February has 28 days). */
+const SHORTEST: Record<Interval, number> = { hour: HOUR, day: DAY - HOUR, week: 7 * DAY - HOUR, month: 28 * DAY - HOUR }
+
+export function parseRange(query: { from?: string; to?: string; timezone?: string; interval?: Interval }, now: Date): StatsRange {
+  const timezone = parseTimezone(query.timezone)
+  const interval = query.interval ?? 'day'
+  const givenTo = parseInstant(query.to, '/to')
+  const givenFrom = parseInstant(query.from, '/from')
+  const to = ceilHour(givenTo ?? now)
+  const from = floorHour(givenFrom ?? new Date(to.getTime() - DEFAULT_DAYS * DAY))
+  if (givenFrom && givenTo && givenFrom.getTime() >= givenTo.getTime()) throw fieldError('/from', 'must be before to')
+  if (from.getTime() >= to.getTime()) throw fieldError('/from', 'must be before to')
+  if (to.getTime() - from.getTime() > MAX_RANGE_DAYS * DAY) {
+    throw fieldError(givenFrom ? '/from' : '/to', `must be at most ${MAX_RANGE_DAYS} days from the other end of the range`)
+  }
+  // A first bound before asking PostgreSQL for the exact buckets: far too many is refused without a query.
+  if ((to.getTime() - from.getTime()) / SHORTEST[interval] > MAX_POINTS + 2) throw tooManyPoints(interval)
+  return { from, to, timezone, interval }
+}
+
+export const tooManyPoints = (interval: Interval) =>
+  fieldError('/interval', `gives more than ${MAX_POINTS} buckets over this range; choose a longer interval or a shorter range`)
+
+const offsetFormats = new Map<string, Intl.DateTimeFormat>()
+
+/** An instant as ISO 8601 in the zone, with its offset there: 2026-10-25T00:00:00+02:00. */
+export function formatInZone(at: Date, timezone: string): string {
+  let format = offsetFormats.get(timezone)
+  if (!format) {
+    format = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      year: 'numeric', month: '2-digit', day: '2-digit', hour: '2-digit', minute: '2-digit', second: '2-digit',
+      timeZoneName: 'longOffset',
+    })
+    offsetFormats.set(timezone, format)
+  }
+  const parts = Object.fromEntries(format.formatToParts(at).map((part) => [part.type, part.value]))
+  // "GMT+05:30", or "GMT" alone for a zero offset.
+  const offset = parts.timeZoneName === 'GMT' ? '+00:00' : parts.timeZoneName.slice(3)
+  return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`
+}

@@ -1,0 +1,118 @@
+/** The stats of one link and of a workspace: the range checked, then the series and the top lists read at once. */
+import { MAX_POINTS, STATS_LIMIT, type LinkStatsBody, type StatsRequest, type TopEntryBody, type WorkspaceStatsBody, type WorkspaceStatsRequest } from '../../schemas/stats.js'
+import { normalizeHost, type Config } from '../config/config.js'
+import type { PrismaClient } from '../db/database.js'
+import { fieldError } from '../errors/app-error.js'
+import type { StoredLink } from '../links/link-repository.js'
+import type { Caller } from '../plugins/auth.js'
+import { readSeries, readTopLinks, readTops, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
+import { formatInZone, parseRange, tooManyPoints, type StatsRange } from './stats-range.js'
+
+export interface StatsContext {
+  prisma: PrismaClient
+  config: Config
+  /** The clock (tests). */
+  now?: () => Date
+}
+
+type Common = Omit<LinkStatsBody, 'link' | 'top'>
+type Tops = LinkStatsBody['top']
+
+const TOP_NAMES: Record<TopDimension, keyof Tops> = {
+  country: 'countries',
+  referrer: 'referrers',
+  device: 'devices',
+  os: 'os',
+  browser: 'browsers',
+  destination: 'destinations',
+}
+
+function toTops(rows: TopRow[]): Tops {
+  const tops: Tops = { countries: [], referrers: [], devices: [], os: [], browsers: [], destinations: [] }
+  for (const row of rows) {
+    const entry: TopEntryBody = { value: row.value === '' ? null : row.value, clicks: row.clicks, visitors: row.visitors }
+    tops[TOP_NAMES[row.dimension]].push(entry)
+  }
+  return tops
+}
+
+/** Series and tops of one source, read side by side (two connections of the pool). */
+async function read(context: StatsContext, source: StatsSource, range: StatsRange, limit: number) {
+  const [series, tops, links] = await Promise.all([
+    readSeries(context.prisma, source, range),
+    readTops(context.prisma, source, range, limit),
+    readTopLinks(context.prisma, source, range, limit),
+  ])
+  // The exact count needs the zone's calendar; parseRange already refused anything far beyond it.
+  if (series.length > MAX_POINTS) throw tooManyPoints(range.interval)
+  const totals = { clicks: 0, visitors: 0, bots: 0 }
+  for (const bucket of series) {
+    totals.clicks += bucket.clicks
+    totals.visitors += bucket.visitors
+    totals.bots += bucket.bots
+  }
+  const common: Common = {
+    from: formatInZone(range.from, range.timezone),
+    to: formatInZone(range.to, range.timezone),
+    timezone: range.timezone,
+    interval: range.interval,
+    totals,
+    series: series.map((bucket) => ({ ...bucket, start: formatInZone(bucket.start, range.timezone) })),
+  }
+  return { common, tops: toTops(tops), links }
+}
+
+const now = (context: StatsContext) => context.now?.() ?? new Date()
+
+export async function linkStats(context: StatsContext, link: StoredLink, query: StatsRequest): Promise<LinkStatsBody> {
+  const range = parseRange(query, now(context))
+  const source: StatsSource = { table: '"analytics"."LinkHourly"', where: 'h."linkUniq" = $1::int', params: [link.uniq] }
+  const { common, tops } = await read(context, source, range, query.limit ?? STATS_LIMIT.default)
+  return { link: { uniq: link.uniq, domain: link.domain, slug: link.slug }, ...common, top: tops }
+}
+
+/** A domain filter must name one of the workspace's domains, or one of the service's that its links may use. */
+async function checkDomain(context: StatsContext, caller: Caller, given: string): Promise<string> {
+  const domain = normalizeHost(given)
+  if (!domain) throw fieldError('/domain', 'must be a valid host name')
+  if (domain === context.config.defaultDomain || context.config.reservedDomains.includes(domain)) return domain
+  const owned = await context.prisma.domain.findUnique({ where: { host: domain }, select: { workspaceId: true } })
+  if (owned?.workspaceId !== caller.workspaceId) throw fieldError('/domain', "is not one of the workspace's domains")
+  return domain
+}
+
+/**
+ * The workspace's aggregates answer the whole workspace and a domain. Tags and folders are not in them: with
+ * those filters the links' own aggregates are summed over the links that match (slower, and a visitor of two
+ * of those links on one day counts twice among the visitors).
+ */
+async function workspaceSource(context: StatsContext, caller: Caller, query: WorkspaceStatsRequest): Promise<StatsSource> {
+  const domain = query.domain === undefined ? undefined : await checkDomain(context, caller, query.domain)
+  const tagKeys = [...new Set((query.tag ?? []).map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
+  if (tagKeys.length === 0 && query.folderId === undefined) {
+    return {
+      table: '"analytics"."WorkspaceHourly"',
+      where: domain === undefined ? 'h."workspaceId" = $1::int' : 'h."workspaceId" = $1::int AND h."domain" = $2::text',
+      params: domain === undefined ? [caller.workspaceId] : [caller.workspaceId, domain],
+      links: { workspaceId: caller.workspaceId, byDimension: true },
+    }
+  }
+  const params: unknown[] = [caller.workspaceId]
+  const conditions = ['l."workspaceId" = $1::int']
+  if (domain !== undefined) conditions.push(`l."domain" = $${params.push(domain)}::text`)
+  if (tagKeys.length > 0) conditions.push(`l."tagKeys" @> $${params.push(tagKeys)}::text[]`)
+  if (query.folderId !== undefined) conditions.push(`l."folderId" = $${params.push(query.folderId)}::int`)
+  return {
+    table: '"analytics"."LinkHourly"',
+    where: `h."linkUniq" IN (SELECT l."uniq" FROM "Link" l WHERE ${conditions.join(' AND ')})`,
+    params,
+    links: { workspaceId: caller.workspaceId, byDimension: false },
+  }
+}
+
+export async function workspaceStats(context: StatsContext, caller: Caller, query: WorkspaceStatsRequest): Promise<WorkspaceStatsBody> {
+  const range = parseRange(query, now(context))
+  const source = await workspaceSource(context, caller, query)
+  const { common, tops, links } = await read(context, source, range, query.limit ?? STATS_LIMIT.default)
+  return { ...common, top: { ...tops, links } }
+}

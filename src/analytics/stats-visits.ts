@@ -1,0 +1,78 @@
+/**
+ * A link's raw visits, newest first, in keyset pages on ("at", "seq"): "seq" (migration 20261123100000) makes
+ * the position unique. Visits stored while a client pages land before its position, or at an older "at" when
+ * the recorder flushes them late; either way no visit is seen twice and none that existed is skipped.
+ */
+import { VISITS_LIMIT, type VisitBody, type VisitsRequest } from '../../schemas/stats.js'
+import type { PrismaClient } from '../db/database.js'
+import { fieldError } from '../errors/app-error.js'
+import { parseInstant } from './stats-range.js'
+
+interface Position {
+  /** "at" in microseconds since the epoch (PostgreSQL's precision), as decimal text. */
+  t: string
+  s: string
+}
+
+/** Opaque to clients, like the link list's cursor: base64url of a small JSON object. */
+function encodeCursor(position: Position): string {
+  return Buffer.from(JSON.stringify(position)).toString('base64url')
+}
+
+function decodeCursor(cursor: string): Position {
+  let position: Partial<Position> | undefined
+  try {
+    if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url')
+    position = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as Partial<Position>
+  } catch {
+    position = undefined
+  }
+  const digits = (value: unknown) => typeof value === 'string' && /^-?[0-9]{1,18}$/.test(value)
+  if (!position || !digits(position.t) || !digits(position.s)) {
+    throw fieldError('/cursor', 'is not the nextCursor of a page of these visits')
+  }
+  return { t: position.t!, s: position.s! }
+}
+
+interface VisitRow extends Omit<VisitBody, 'at'> {
+  at: Date
+  micros: string
+  seq: string
+}
+
+export async function listVisits(
+  prisma: PrismaClient,
+  linkUniq: number,
+  query: VisitsRequest,
+): Promise<{ visits: VisitBody[]; nextCursor: string | null }> {
+  const from = parseInstant(query.from, '/from')
+  const to = parseInstant(query.to, '/to')
+  if (from && to && from.getTime() >= to.getTime()) throw fieldError('/from', 'must be before to')
+  const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
+  const limit = query.limit ?? VISITS_LIMIT.default
+
+  const params: unknown[] = [linkUniq]
+  const conditions = ['"linkUniq" = $1::int']
+  if (from) conditions.push(`"at" >= $${params.push(from.toISOString())}::timestamptz`)
+  if (to) conditions.push(`"at" < $${params.push(to.toISOString())}::timestamptz`)
+  if (position) {
+    const at = `'epoch'::timestamptz + $${params.push(position.t)}::int8 * interval '1 microsecond'`
+    conditions.push(`("at", "seq") < (${at}, $${params.push(position.s)}::int8)`)
+  }
+  // One visit more than the page tells whether another page follows.
+  const rows = await prisma.$queryRawUnsafe<VisitRow[]>(
+    `SELECT "at", ((extract(epoch FROM "at") * 1000000)::int8)::text AS "micros", "seq"::text AS "seq",
+            "country", "referrerHost", "device", "os", "browser", "destination", "reason", "answer", "bot"
+     FROM "analytics"."Visit"
+     WHERE ${conditions.join(' AND ')}
+     ORDER BY "at" DESC, "seq" DESC
+     LIMIT $${params.push(limit + 1)}::int`,
+    ...params,
+  )
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  return {
+    visits: page.map(({ micros: _micros, seq: _seq, at, ...visit }) => ({ at: new Date(at).toISOString(), ...visit })),
+    nextCursor: rows.length > limit ? encodeCursor({ t: last.micros, s: last.seq }) : null,
+  }
+}
