@@ -26,10 +26,13 @@ CREATE TABLE "analytics"."Visit" (
   "bot"           BOOLEAN     NOT NULL,
   "visitor"       BIGINT      NOT NULL,
   -- The visitor's first visit of this link on this UTC day (what unique visitors count).
-  "firstOfDay"    BOOLEAN     NOT NULL
+  "firstOfDay"    BOOLEAN     NOT NULL,
+  -- Numbers every visit as it is inserted: a link's visits are paged newest first on ("at", "seq"), and "at" alone
+  -- is not unique (a batch holds visits of the same millisecond); ctid would change with VACUUM FULL.
+  "seq"           BIGSERIAL   NOT NULL
 ) PARTITION BY RANGE ("at");
 
-CREATE INDEX "Visit_linkUniq_at_idx" ON "analytics"."Visit" ("linkUniq", "at" DESC);
+CREATE INDEX "Visit_linkUniq_at_seq_idx" ON "analytics"."Visit" ("linkUniq", "at" DESC, "seq" DESC);
 
 -- Hourly aggregates per link, one row per dimension value: what stats read, so that long ranges stay fast.
 -- dimension: total (value ''), country, referrer, device, os, browser, destination; '' stands for unknown.
