@@ -21,7 +21,10 @@ export interface VisitBufferOptions {
   maxBuffered?: number
   /** How often the buffer is written (default 1 s). */
   flushEveryMs?: number
-  /** Most visits per batch (default 2,000); a full batch is written at once. Larger batches hold the event loop longer. */
+  /**
+   * Most visits per batch (default 20,000); a full batch is written at once. A batch should hold a whole second of
+   * visits: its aggregate rows grow with the links visited, so smaller batches write the same rows many times.
+   */
   batchSize?: number
 }
 
@@ -66,7 +69,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
   ) {
     this.maxBuffered = options.maxBuffered ?? 100_000
     this.flushEveryMs = options.flushEveryMs ?? 1000
-    this.batchSize = options.batchSize ?? 2000
+    this.batchSize = options.batchSize ?? 20_000
   }
 
   record(visit: Visit): void {

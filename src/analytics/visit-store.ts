@@ -5,10 +5,11 @@
  * batch, so a batch is counted wholly or not at all; five statements whatever the batch's size, through the
  * driver (Database.transaction). A batch that fails (a deadlock included) is tried again by the recorder.
  *
- * This runs for every visit the service answers, so it is written for the CPU it costs: the raw rows go as one
- * JSON parameter (JSON.stringify is native; the driver's array parameters cost a function call per element),
- * visits are first summed by their combination of facts (a link's visits in one hour mostly share them), and
- * visitors already known to be seen today are not asked about again.
+ * This runs for every visit the service answers, so it is written for the CPU it costs and for the event loop it
+ * holds: the raw rows go as JSON parameters (JSON.stringify is native; the driver's array parameters cost a
+ * function call per element) in statements of CHUNK rows; visits are first summed by their combination of facts
+ * (a second's visits of a link mostly share them, so a batch should hold a whole second: aggregate rows then
+ * grow with the links visited, not with the visits); visitors known to be seen today are not asked about again.
  *
  * Aggregate rows are written in one sorted order: two instances flushing at once lock the rows they share in
  * the same order, so they wait for each other instead of deadlocking.
@@ -46,6 +47,8 @@ export type Dimension = (typeof DIMENSIONS)[number] | 'link'
  */
 export const MAX_AGGREGATE_VALUE = 1024
 
+/** Visits handled in one go before the event loop is let go (each costs a few microseconds). */
+const CHUNK = 2000
 const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 const SEP = '\u0001'
@@ -108,9 +111,10 @@ async function firstVisits(query: SqlQuery, visits: StoredVisit[], seen: Set<str
   return { link, workspace, remember: [...asked.keys()] }
 }
 
-function combine(visits: StoredVisit[], first: { link: boolean[]; workspace: boolean[] }): Combination[] {
+async function combine(visits: StoredVisit[], first: { link: boolean[]; workspace: boolean[] }): Promise<Combination[]> {
   const combinations = new Map<string, Combination>()
-  visits.forEach((visit, i) => {
+  for (const [i, visit] of visits.entries()) {
+    if (i > 0 && i % CHUNK === 0) await nextTurn()
     const hour = visit.at.getTime() - (visit.at.getTime() % HOUR_MS)
     const key = [visit.linkUniq, hour, visit.country, visit.referrerHost, visit.device, visit.os, visit.browser, visit.destination, visit.domain].join(SEP)
     let combination = combinations.get(key)
@@ -125,7 +129,7 @@ function combine(visits: StoredVisit[], first: { link: boolean[]; workspace: boo
         if (firstOfDay) counts.visitors++
       }
     }
-  })
+  }
   return [...combinations.values()]
 }
 
@@ -162,8 +166,16 @@ function tally<K extends object>(
 
 const counted = (rows: Counts[]) => [rows.map((row) => row.clicks), rows.map((row) => row.visitors), rows.map((row) => row.bots)]
 
+/** The raw rows in statements of CHUNK rows, the event loop free in between. */
 async function insertRaw(query: SqlQuery, visits: StoredVisit[], firstOfDay: boolean[]): Promise<void> {
-  const rows = visits.map((visit, i) => ({ ...visit, at: visit.at.getTime(), firstOfDay: firstOfDay[i] }))
+  for (let start = 0; start < visits.length; start += CHUNK) {
+    if (start > 0) await nextTurn()
+    const rows = visits.slice(start, start + CHUNK).map((visit, i) => ({ ...visit, at: visit.at.getTime(), firstOfDay: firstOfDay[start + i] }))
+    await insertRawRows(query, rows)
+  }
+}
+
+async function insertRawRows(query: SqlQuery, rows: object[]): Promise<void> {
   await query(
     `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
        "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay")
@@ -244,10 +256,10 @@ export async function storeVisits(database: Database, visits: StoredVisit[]): Pr
   if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
   const remember = await database.transaction(async (query) => {
     const first = await firstVisits(query, visits, seen)
-    await insertRaw(query, visits, first.link)
     // Each step's work in JavaScript holds the event loop; visitors' requests go in between.
+    await insertRaw(query, visits, first.link)
     await nextTurn()
-    const combinations = combine(visits, first)
+    const combinations = await combine(visits, first)
     await nextTurn()
     await addLinkHourly(query, combinations)
     await addWorkspaceHourly(query, combinations)
