@@ -37,10 +37,6 @@ export interface StoredVisit {
   visitor: string
 }
 
-/** The breakdowns kept per hour; `total` has the value ''. WorkspaceHourly also has `link`. */
-export const DIMENSIONS = ['total', 'country', 'referrer', 'device', 'os', 'browser', 'destination'] as const
-export type Dimension = (typeof DIMENSIONS)[number] | 'link'
-
 /**
  * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,700
  * bytes: longer destinations are cut (two destinations equal over their first 1,024 characters count as one).
@@ -133,39 +129,6 @@ async function combine(visits: StoredVisit[], first: { link: boolean[]; workspac
   return [...combinations.values()]
 }
 
-function dimensionValues(visit: StoredVisit): [Dimension, string][] {
-  return [
-    ['total', ''],
-    ['country', visit.country ?? ''],
-    ['referrer', visit.referrerHost ?? ''],
-    ['device', visit.device],
-    ['os', visit.os ?? ''],
-    ['browser', visit.browser ?? ''],
-    ['destination', visit.destination.slice(0, MAX_AGGREGATE_VALUE)],
-  ]
-}
-
-/** Sums combinations into aggregate rows under their key; returns them sorted by key (the lock order). */
-function tally<K extends object>(
-  combinations: Combination[],
-  rowsOf: (combination: Combination) => { id: string; key: K; counts: Counts }[],
-): (K & Counts)[] {
-  const rows = new Map<string, K & Counts>()
-  for (const combination of combinations) {
-    for (const { id, key, counts } of rowsOf(combination)) {
-      const row = rows.get(id)
-      if (row) {
-        row.clicks += counts.clicks
-        row.visitors += counts.visitors
-        row.bots += counts.bots
-      } else rows.set(id, { ...key, ...counts })
-    }
-  }
-  return byKey(rows)
-}
-
-const counted = (rows: Counts[]) => [rows.map((row) => row.clicks), rows.map((row) => row.visitors), rows.map((row) => row.bots)]
-
 /** The raw rows in statements of CHUNK rows, the event loop free in between. */
 async function insertRaw(query: SqlQuery, visits: StoredVisit[], firstOfDay: boolean[]): Promise<void> {
   for (let start = 0; start < visits.length; start += CHUNK) {
@@ -188,63 +151,66 @@ async function insertRawRows(query: SqlQuery, rows: object[]): Promise<void> {
   )
 }
 
-async function addLinkHourly(query: SqlQuery, combinations: Combination[]): Promise<void> {
-  const rows = tally(combinations, ({ visit, hour, link }) =>
-    dimensionValues(visit).map(([dimension, value]) => ({
-      id: `${visit.linkUniq}${SEP}${dimension}${SEP}${hour}${SEP}${value}`,
-      key: { uniq: visit.linkUniq, dimension, hour, value },
-      counts: link,
-    })),
-  )
+/**
+ * The summed combinations into every aggregate, in one statement: PostgreSQL spreads each combination over the
+ * breakdowns and sums them (cheaper there than building those rows here and sending them). Rows are written in
+ * key order, so two instances writing at once take their locks in the same order.
+ */
+async function addAggregates(query: SqlQuery, combinations: Combination[]): Promise<void> {
+  const rows = combinations.map(({ visit, hour, link, workspace }) => ({
+    linkUniq: visit.linkUniq,
+    workspaceId: visit.workspaceId,
+    domain: visit.domain,
+    hour,
+    country: visit.country ?? '',
+    referrer: visit.referrerHost ?? '',
+    device: visit.device,
+    os: visit.os ?? '',
+    browser: visit.browser ?? '',
+    destination: visit.destination.slice(0, MAX_AGGREGATE_VALUE),
+    clicks: link.clicks,
+    bots: link.bots,
+    linkVisitors: link.visitors,
+    workspaceVisitors: workspace.visitors,
+  }))
   await query(
-    `INSERT INTO "analytics"."LinkHourly" ("linkUniq", "dimension", "hour", "value", "clicks", "visitors", "bots")
-     SELECT u, d, to_timestamp(h / 1000.0), v, c, vi, b FROM unnest($1::int[], $2::text[], $3::float8[], $4::text[], $5::int[], $6::int[], $7::int[])
-       AS t(u, d, h, v, c, vi, b)
-     ON CONFLICT ("linkUniq", "dimension", "hour", "value") DO UPDATE SET
-       "clicks" = "LinkHourly"."clicks" + EXCLUDED."clicks",
-       "visitors" = "LinkHourly"."visitors" + EXCLUDED."visitors",
-       "bots" = "LinkHourly"."bots" + EXCLUDED."bots"`,
-    [rows.map((row) => row.uniq), rows.map((row) => row.dimension), rows.map((row) => row.hour), rows.map((row) => row.value), ...counted(rows)],
-  )
-}
-
-async function addWorkspaceHourly(query: SqlQuery, combinations: Combination[]): Promise<void> {
-  const rows = tally(combinations, ({ visit, hour, workspace }) =>
-    [...dimensionValues(visit), ['link', String(visit.linkUniq)] as [Dimension, string]].map(([dimension, value]) => ({
-      id: `${visit.workspaceId}${SEP}${dimension}${SEP}${hour}${SEP}${visit.domain}${SEP}${value}`,
-      key: { workspaceId: visit.workspaceId, dimension, hour, domain: visit.domain, value },
-      counts: workspace,
-    })),
-  )
-  await query(
-    `INSERT INTO "analytics"."WorkspaceHourly" ("workspaceId", "dimension", "hour", "domain", "value", "clicks", "visitors", "bots")
-     SELECT w, d, to_timestamp(h / 1000.0), dom, v, c, vi, b
-     FROM unnest($1::int[], $2::text[], $3::float8[], $4::text[], $5::text[], $6::int[], $7::int[], $8::int[]) AS t(w, d, h, dom, v, c, vi, b)
-     ON CONFLICT ("workspaceId", "dimension", "hour", "domain", "value") DO UPDATE SET
-       "clicks" = "WorkspaceHourly"."clicks" + EXCLUDED."clicks",
-       "visitors" = "WorkspaceHourly"."visitors" + EXCLUDED."visitors",
-       "bots" = "WorkspaceHourly"."bots" + EXCLUDED."bots"`,
-    [
-      rows.map((row) => row.workspaceId),
-      rows.map((row) => row.dimension),
-      rows.map((row) => row.hour),
-      rows.map((row) => row.domain),
-      rows.map((row) => row.value),
-      ...counted(rows),
-    ],
-  )
-}
-
-async function addLinkClicks(query: SqlQuery, combinations: Combination[]): Promise<void> {
-  const clicks = new Map<number, number>()
-  for (const { visit, link } of combinations) if (link.clicks > 0) clicks.set(visit.linkUniq, (clicks.get(visit.linkUniq) ?? 0) + link.clicks)
-  if (clicks.size === 0) return
-  const rows = [...clicks.entries()].sort(([a], [b]) => a - b)
-  await query(
-    `INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks")
-     SELECT * FROM unnest($1::int[], $2::bigint[])
+    `WITH c AS (
+       SELECT * FROM json_to_recordset($1::json) AS c("linkUniq" int, "workspaceId" int, "domain" text, "hour" float8,
+         "country" text, "referrer" text, "device" text, "os" text, "browser" text, "destination" text,
+         "clicks" int, "bots" int, "linkVisitors" int, "workspaceVisitors" int)
+     ),
+     breakdown AS (
+       SELECT c.*, to_timestamp(c."hour" / 1000.0) AS "at", d."dimension", d."value"
+       FROM c CROSS JOIN LATERAL (VALUES ('total', ''), ('country', c."country"), ('referrer', c."referrer"),
+         ('device', c."device"), ('os', c."os"), ('browser', c."browser"), ('destination', c."destination")) AS d("dimension", "value")
+     ),
+     link_rows AS (
+       INSERT INTO "analytics"."LinkHourly" ("linkUniq", "dimension", "hour", "value", "clicks", "visitors", "bots")
+       SELECT "linkUniq", "dimension", "at", "value", sum("clicks"), sum("linkVisitors"), sum("bots")
+       FROM breakdown GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
+       ON CONFLICT ("linkUniq", "dimension", "hour", "value") DO UPDATE SET
+         "clicks" = "LinkHourly"."clicks" + EXCLUDED."clicks",
+         "visitors" = "LinkHourly"."visitors" + EXCLUDED."visitors",
+         "bots" = "LinkHourly"."bots" + EXCLUDED."bots"
+     ),
+     workspace_rows AS (
+       INSERT INTO "analytics"."WorkspaceHourly" ("workspaceId", "dimension", "hour", "domain", "value", "clicks", "visitors", "bots")
+       SELECT "workspaceId", "dimension", "at", "domain", "value", sum("clicks"), sum("workspaceVisitors"), sum("bots")
+       FROM (
+         SELECT "workspaceId", "dimension", "at", "domain", "value", "clicks", "workspaceVisitors", "bots" FROM breakdown
+         UNION ALL
+         SELECT "workspaceId", 'link', to_timestamp("hour" / 1000.0), "domain", "linkUniq"::text, "clicks", "workspaceVisitors", "bots" FROM c
+       ) AS w
+       GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
+       ON CONFLICT ("workspaceId", "dimension", "hour", "domain", "value") DO UPDATE SET
+         "clicks" = "WorkspaceHourly"."clicks" + EXCLUDED."clicks",
+         "visitors" = "WorkspaceHourly"."visitors" + EXCLUDED."visitors",
+         "bots" = "WorkspaceHourly"."bots" + EXCLUDED."bots"
+     )
+     INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks")
+     SELECT "linkUniq", sum("clicks") FROM c GROUP BY 1 HAVING sum("clicks") > 0 ORDER BY 1
      ON CONFLICT ("linkUniq") DO UPDATE SET "clicks" = "LinkClicks"."clicks" + EXCLUDED."clicks"`,
-    [rows.map(([uniq]) => uniq), rows.map(([, count]) => count)],
+    [JSON.stringify(rows)],
   )
 }
 
@@ -261,9 +227,7 @@ export async function storeVisits(database: Database, visits: StoredVisit[]): Pr
     await nextTurn()
     const combinations = await combine(visits, first)
     await nextTurn()
-    await addLinkHourly(query, combinations)
-    await addWorkspaceHourly(query, combinations)
-    await addLinkClicks(query, combinations)
+    await addAggregates(query, combinations)
     return first.remember
   })
   for (const key of remember) seen.add(key)
