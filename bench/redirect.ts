@@ -180,8 +180,10 @@ async function main() {
   await load(service, 3)
 
   const before = await ask<Stats>(service, 'stats')
+  // The redirect runs of the service process, recording on and off: both read links.
   const full = await alternate(bare, service)
   const afterFull = await ask<Stats>(service, 'stats')
+  const visits = full.service.answered + full.unrecorded.answered
   const half = await alternate(bare, service, {
     bare: Math.floor(full.bare.rps / 2),
     service: Math.floor(full.service.rps / 2),
@@ -226,8 +228,8 @@ async function main() {
       `${mb(stats.maxRss)} at most (target < 200 MB)`,
   )
   console.log(
-    `database reads per visit at full rate: ${((afterFull.reads - before.reads) / full.service.answered).toFixed(3)} links ` +
-      `(expected about 0.10: 9% cold + 1% unknown) in ${((afterFull.statements - before.statements) / full.service.answered).toFixed(3)} statements ` +
+    `database reads per visit at full rate: ${((afterFull.reads - before.reads) / visits).toFixed(3)} links ` +
+      `(expected about 0.10: 9% cold + 1% unknown) in ${((afterFull.statements - before.statements) / visits).toFixed(3)} statements ` +
       `(several cold links share one); answers since start: ${JSON.stringify(afterFull.counters)}`,
   )
   await stop(bare)
