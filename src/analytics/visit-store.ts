@@ -82,15 +82,16 @@ async function firstVisits(query: SqlQuery, visits: StoredVisit[], seen: Set<str
   const link: boolean[] = new Array(visits.length).fill(false)
   const workspace: boolean[] = new Array(visits.length).fill(false)
   const asked = new Map<string, { day: number; scope: number; visitor: string; firstAt: number; ofLink: boolean }>()
-  visits.forEach((visit, i) => {
-    if (visit.bot) return
+  for (const [i, visit] of visits.entries()) {
+    if (i > 0 && i % CHUNK === 0) await nextTurn()
+    if (visit.bot) continue
     const day = Math.floor(visit.at.getTime() / DAY_MS)
     for (const [scope, ofLink] of [[visit.linkUniq, true], [-visit.workspaceId, false]] as const) {
       const key = `${day}${SEP}${scope}${SEP}${visit.visitor}`
       if (seen.has(key) || asked.has(key)) continue
       asked.set(key, { day, scope, visitor: visit.visitor, firstAt: i, ofLink })
     }
-  })
+  }
   if (asked.size === 0) return { link, workspace, remember: [] as string[] }
   const rows = byKey(asked)
   const inserted = await query<{ day: number; scope: number; visitor: string }>(
