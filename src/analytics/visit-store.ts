@@ -96,7 +96,7 @@ async function firstVisits(query: SqlQuery, visits: StoredVisit[], seen: Set<str
   const rows = byKey(asked)
   const inserted = await query<{ day: number; scope: number; visitor: string }>(
     `INSERT INTO "analytics"."SeenToday" ("day", "scope", "visitor")
-     SELECT to_timestamp(d * 86400)::date, s, v FROM unnest($1::int[], $2::int[], $3::bigint[]) AS t(d, s, v)
+     SELECT DATE '1970-01-01' + d, s, v FROM unnest($1::int[], $2::int[], $3::bigint[]) AS t(d, s, v)
      ON CONFLICT DO NOTHING
      RETURNING ("day" - DATE '1970-01-01') AS "day", "scope", "visitor"::text AS "visitor"`,
     [rows.map((row) => row.day), rows.map((row) => row.scope), rows.map((row) => row.visitor)],
