@@ -9,7 +9,9 @@ export class AdminError extends Error {
 
 export async function findWorkspace(prisma: PrismaClient, name: string) {
   const workspace = await prisma.workspace.findUnique({ where: { name } })
-  if (!workspace) throw new AdminError(`No workspace named "${name}"`)
+  if (!workspace) {
+    throw new AdminError(`No workspace named "${name}": create it first with workspace:create ${name} (or token:create --workspace ${name})`)
+  }
   return workspace
 }
 

@@ -205,7 +205,7 @@ t.test('domain:add', async (t) => {
   fails(t, await cli('domain:add', '--workspace', 'da-acme', 'not a host'), 1, /"not a host" is not a valid host name/)
   fails(t, await cli('domain:add', '--workspace', 'da-acme', 'short.test'), 1, /reserved domains/)
   fails(t, await cli('domain:add', '--workspace', 'da-other', 'go.acme.example'), 1, /belongs to another workspace/)
-  fails(t, await cli('domain:add', '--workspace', 'ghost', 'go.ghost.example'), 1, /No workspace named "ghost"/)
+  fails(t, await cli('domain:add', '--workspace', 'ghost', 'go.ghost.example'), 1, /No workspace named "ghost": create it first with workspace:create ghost/)
   fails(t, await cli('domain:add', '--workspace', 'da-acme'), 2, /domain:add: missing <host>/)
   fails(t, await cli('domain:add', 'go.acme.example'), 2, /missing --workspace <name>/)
   t.equal(await prisma.domain.count({ where: { workspace: { name: { startsWith: 'da-' } } } }), 2, 'failures store nothing')
