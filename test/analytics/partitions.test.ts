@@ -1,0 +1,71 @@
+/**
+ * Storage that lasts: monthly partitions of the raw visits are created ahead by the service, and partitions and
+ * aggregates older than VISIT_RETENTION_DAYS are dropped; the buffer is written on its own every interval.
+ */
+import t from 'tap'
+import { buildTestApp } from '../support/test-app.js'
+import { acmeWorkspace, visit } from '../redirects/visit-support.js'
+
+const MARCH_15 = Date.UTC(2031, 2, 15, 12)
+
+const first = await buildTestApp(t, { visits: { now: () => MARCH_15, buffer: { flushEveryMs: 100 } }, redirects: { now: () => MARCH_15 } })
+const { app, prisma } = first
+await app.ready()
+
+const partitions = async () =>
+  (
+    await prisma.$queryRawUnsafe<{ name: string }[]>(
+      `SELECT c.relname AS "name" FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+       WHERE i.inhparent = '"analytics"."Visit"'::regclass ORDER BY 1`,
+    )
+  ).map((row) => row.name)
+
+t.test('at start, this month and the next two have their partitions', async (t) => {
+  const names = await partitions()
+  for (const name of ['Visit_2031_03', 'Visit_2031_04', 'Visit_2031_05']) t.ok(names.includes(name), name)
+  t.notOk(names.includes('Visit_2031_06'), 'not further ahead')
+})
+
+t.test('visits are written within the interval without anyone asking', async (t) => {
+  const { link } = await acmeWorkspace(first)
+  const made = await link({ id: 'timed', url: 'https://example.com/timed' })
+  t.equal((await visit(app, '/timed')).statusCode, 302)
+  let stored = 0
+  for (let waited = 0; waited < 5000 && stored === 0; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    ;[{ stored }] = await prisma.$queryRawUnsafe<{ stored: number }[]>(
+      `SELECT count(*)::int AS "stored" FROM "analytics"."Visit" WHERE "linkUniq" = $1`,
+      made.uniq,
+    )
+  }
+  t.equal(stored, 1, 'the visit reached the database on its own')
+  t.equal(app.visitRecorder!.stats().buffered, 0)
+})
+
+t.test('partitions and aggregates past the retention are dropped at start, the rest kept', async (t) => {
+  // Visits of an old month, stored as a batch would store them (the partition is created for them).
+  const [{ uniq }] = await prisma.$queryRawUnsafe<{ uniq: number }[]>(`SELECT "uniq" FROM "Link" LIMIT 1`)
+  await app.visitRecorder!.flush()
+  const old = new Date(Date.UTC(2030, 11, 20, 8))
+  await app.visits.record({
+    link: uniq, workspaceId: 1, domain: 'go.acme.test', answer: 'redirect', destination: 'https://example.com/',
+    reason: 'default', at: old.getTime(), country: null, userAgent: 'Mozilla/5.0', referrer: undefined, address: '192.0.2.9',
+  })
+  await app.visitRecorder!.flush()
+  t.ok((await partitions()).includes('Visit_2030_12'), 'a partition for the old visit')
+
+  // Another instance, with a retention of 60 days, starts on the 15th of March 2031: December 2030 ended more
+  // than 60 days before, January 2031 did not.
+  const second = await buildTestApp(t, { database: first.database, env: { VISIT_RETENTION_DAYS: '60' }, visits: { now: () => MARCH_15 } })
+  await prisma.$executeRawUnsafe(
+    `CREATE TABLE IF NOT EXISTS "analytics"."Visit_2031_01" PARTITION OF "analytics"."Visit" FOR VALUES FROM ('2031-01-01T00:00:00Z') TO ('2031-02-01T00:00:00Z')`,
+  )
+  await second.app.ready()
+  const names = await partitions()
+  t.notOk(names.includes('Visit_2030_12'), 'the old partition is dropped')
+  t.ok(names.includes('Visit_2031_01'), 'one still within the retention stays')
+  const [{ oldRows }] = await prisma.$queryRawUnsafe<{ oldRows: number }[]>(
+    `SELECT count(*)::int AS "oldRows" FROM "analytics"."LinkHourly" WHERE "hour" < '2031-01-01T00:00:00Z'`,
+  )
+  t.equal(oldRows, 0, 'and so are the old aggregates')
+})
