@@ -46,6 +46,7 @@ const EXPECTED_STATUSES: Record<string, number[]> = {
   updateScript: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   deleteScript: [204, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   getLinkQr: [200, 304, 400, 401, 404, 414, 429, 500, 503],
+  getLinkQrByDomain: [200, 304, 400, 401, 404, 414, 429, 500, 503],
   getLinkStats: [200, 400, 401, 404, 414, 429, 500, 503],
   getLinkStatsByDomain: [200, 400, 401, 404, 414, 429, 500, 503],
   getWorkspaceStats: [200, 400, 401, 429, 500, 503],
@@ -82,7 +83,10 @@ const SUCCESS_SCHEMAS: Record<string, string | null> = {
 }
 
 /** Operations whose success is an image rather than JSON: the media types it is documented with. */
-const IMAGE_MEDIA_TYPES: Record<string, string[]> = { getLinkQr: ['image/svg+xml', 'image/png'] }
+const IMAGE_MEDIA_TYPES: Record<string, string[]> = {
+  getLinkQr: ['image/svg+xml', 'image/png'],
+  getLinkQrByDomain: ['image/svg+xml', 'image/png'],
+}
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace']
 

@@ -213,6 +213,25 @@ t.test('unknown links, other workspaces and missing tokens', async (t) => {
   t.same(json(badUniq).errors.map((error: { path: string }) => error.path), ['/uniqId'])
 })
 
+t.test('by domain and slug: the same image, the slug in any case; a slug or domain with no such link is a 404', async (t) => {
+  const byUniq = await qr()
+  const byDomain = await api.get(`/v1/links/by-domain/${SHORT_DOMAIN}/summer/qr`)
+  t.equal(byDomain.statusCode, 200)
+  t.equal(byDomain.headers['content-type'], 'image/svg+xml')
+  t.equal(byDomain.headers['cache-control'], 'private, max-age=300')
+  t.equal(byDomain.body, byUniq.body, 'the code of the same address')
+  t.equal(decoded(byDomain), SUMMER_URL)
+  const png = await api.get(`/v1/links/by-domain/${SHORT_DOMAIN}/SUMMER/qr?format=png&size=200`)
+  t.equal(png.headers['content-type'], 'image/png')
+  t.equal(decoded(png), SUMMER_URL)
+  t.equal((await api.get(`/v1/links/by-domain/${SHORT_DOMAIN}/nothing-here/qr`)).statusCode, 404)
+  t.equal((await api.get(`/v1/links/by-domain/go.other.test/summer/qr`)).statusCode, 404)
+  const bad = await api.get(`/v1/links/by-domain/${SHORT_DOMAIN}/summer/qr?margin=99`)
+  t.equal(bad.statusCode, 400)
+  t.same(json(bad).errors.map((error: { path: string }) => error.path), ['/margin'])
+  t.equal((await app.inject({ url: `/v1/links/by-domain/${SHORT_DOMAIN}/summer/qr` })).statusCode, 401)
+})
+
 t.test('the API route is a read: no write quota counts it or speaks of it', async (t) => {
   const response = await qr()
   t.equal(response.statusCode, 200)
