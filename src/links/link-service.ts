@@ -5,6 +5,7 @@ import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { isUniqueViolation, violatedForeignKey } from '../db/errors.js'
 import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
+import { changesNothing } from './unchanged.js'
 import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { resolveLinkDomain } from './domains.js'
@@ -137,8 +138,9 @@ export async function updateLinkFields(
   })
   // Even an update that changes nothing is a successful update: it is admitted (and counted) like any other.
   await admit()
-  // An empty `link` returns the link unchanged (contract section 7): autofill does not run either.
-  if (Object.keys(changes).length === 0) return { link, autofill: SKIPPED }
+  // An empty `link` returns the link unchanged (contract section 7), and so does one that only repeats what is
+  // stored: autofill does not run, and updatedDate stays.
+  if (changesNothing(link, changes)) return { link, autofill: SKIPPED }
   const merged = { ...link, ...changes }
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(merged.url, merged)
   let updated: StoredLink | null

@@ -102,6 +102,38 @@ t.test('an empty link object is valid and returns the link unchanged', async (t)
   t.same(response.json(), link)
 })
 
+t.test('an update that only repeats what is stored changes nothing: no autofill, the same updatedDate', async (t) => {
+  const link = await newLink()
+  const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+  // What a client sends when it writes back the record it read (the pixels by platform and value, as given).
+  const repeated = {
+    url: link.url, title: link.title, description: link.description, tags: link.tags, note: link.note,
+    pixels: [{ platform: 'ga', value: 'UA-1' }], extraOptionsGeolocations: link.extraOptionsGeolocations,
+    extraOptionsLinkRotator: link.extraOptionsLinkRotator, folderId: null, showGDPR: false, masking: false,
+    linkExpiration: link.linkExpiration, passwordProtect: { enable: true }, domain: link.domain, id: link.id,
+  }
+  const response = await api.update(link.uniq, repeated)
+  t.equal(response.statusCode, 200)
+  t.equal(response.headers['x-autofill'], 'skipped', 'no page was fetched')
+  t.same(response.json(), link, 'the link as it was, updatedDate included')
+  const after = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+  t.equal(after.updatedAt.getTime(), stored.updatedAt.getTime(), 'nothing was written')
+
+  // Each of these differs from what is stored, so each is a change.
+  for (const change of [
+    { title: 'Another title' },
+    { tags: ['two', 'one'] },
+    { pixels: [{ platform: 'ga', value: 'UA-1', title: 'Named' }] },
+    { passwordProtect: { enable: true, password: 'first secret' } },
+    { linkExpiration: { ...link.linkExpiration, url: 'https://example.com/expired-elsewhere' } },
+  ]) {
+    const changed = await api.update(link.uniq, change)
+    t.equal(changed.statusCode, 200)
+    t.not(changed.headers['x-autofill'], 'skipped', `${Object.keys(change)[0]}: autofill ran`)
+    t.ok(changed.json().updatedDate > link.updatedDate, `${Object.keys(change)[0]}: a new updatedDate`)
+  }
+})
+
 t.test("repeating the link's own domain and id is accepted; a different one is 400", async (t) => {
   const link = await newLink()
   const same = await api.update(link.uniq, { domain: 'GO.UPD.TEST', id: link.id, note: 'repeated identity' })
