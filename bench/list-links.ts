@@ -8,34 +8,16 @@
  * DATABASE_URL names the PostgreSQL server (default postgresql://postgres@127.0.0.1:5432/test); a throwaway
  * database is created on it and dropped at the end.
  */
-import { randomBytes } from 'node:crypto'
 import { availableParallelism, loadavg } from 'node:os'
-import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { buildApp } from '../src/app.js'
-import { openDatabase, type Database } from '../src/db/database.js'
-import { PrismaClient } from '../src/generated/prisma/client.js'
 import { createWorkspaceToken, testConfig } from '../test/support/test-app.js'
+import { openBenchDatabase, percentile } from './support/bench-database.js'
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test'
 const LINKS = 100_000
 const OTHER_LINKS = 5_000
 const RUNS = 200
 const WARMUP = 20
-
-const name = `bench_list_${randomBytes(4).toString('hex')}`
-const url = new URL(SERVER_URL)
-url.pathname = `/${name}`
-
-async function onServer(sql: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: SERVER_URL })
-  await admin.connect()
-  try {
-    await admin.query(sql)
-  } finally {
-    await admin.end()
-  }
-}
 
 /** Links of one workspace in a single INSERT … SELECT: every 10th tagged promo, every 1000th rare, every 5th with a pixel. */
 async function seed(sql: pg.Client, workspaceId: number, domain: string, count: number, offset: number): Promise<void> {
@@ -63,39 +45,15 @@ async function seed(sql: pg.Client, workspaceId: number, domain: string, count: 
   )
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
-}
-
-await onServer(`CREATE DATABASE "${name}"`)
-let database: Database | undefined
+const bench = await openBenchDatabase('bench_list')
+const { database, queries, url } = bench
+const { prisma } = database
 try {
-  // The migrations, through the service's own runner; then a client of our own that reports each query's SQL.
-  await (await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused' })).close()
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 10 })
-  // Dropping the database at the end ends these connections; that is no error.
-  pool.on('error', () => {})
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), log: [{ emit: 'event', level: 'query' }] })
-  const queries: { query: string; params: string }[] = []
-  prisma.$on('query', (event) => queries.push({ query: event.query, params: event.params }))
-  const db: Database = {
-    prisma,
-    kind: 'postgres',
-    query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
-    transaction: () => Promise.reject(new Error('not used by this benchmark')),
-    ping: async () => true,
-    close: async () => {
-      await prisma.$disconnect()
-      await pool.end()
-    },
-  }
-  database = db
-
   const token = await createWorkspaceToken(prisma, { workspace: 'bench', defaultDomain: 'go.bench.test' })
   const otherToken = await createWorkspaceToken(prisma, { workspace: 'other', defaultDomain: 'go.other.test' })
   const ids = Object.fromEntries((await prisma.workspace.findMany()).map((w) => [w.name, w.id]))
 
-  const sql = new pg.Client({ connectionString: url.toString() })
+  const sql = new pg.Client({ connectionString: url })
   sql.on('error', () => {})
   await sql.connect()
   let started = performance.now()
@@ -107,8 +65,8 @@ try {
   await sql.query('VACUUM ANALYZE')
   console.log(`seeded ${LINKS} + ${OTHER_LINKS} links in ${((performance.now() - started) / 1000).toFixed(1)} s`)
 
-  const config = testConfig({ DATABASE_URL: url.toString() })
-  const app = await buildApp({ config, database: db, logger: false })
+  const config = testConfig({ DATABASE_URL: url })
+  const app = await buildApp({ config, database, logger: false })
   await app.ready()
 
   const { rows: range } = await sql.query<{ low: number; high: number }>(
@@ -167,6 +125,5 @@ try {
   await sql.end()
   await app.close()
 } finally {
-  await database?.close()
-  await onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  await bench.drop()
 }

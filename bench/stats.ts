@@ -10,17 +10,14 @@
  * database is created on it and dropped at the end. BENCH_LINK_VISITS, BENCH_WORKSPACE_VISITS, BENCH_LINKS and
  * BENCH_RUNS scale it down (or up).
  */
-import { randomBytes } from 'node:crypto'
 import { availableParallelism, loadavg } from 'node:os'
-import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { storeVisits, type StoredVisit } from '../src/analytics/visit-store.js'
+import type { Database } from '../src/db/database.js'
 import { buildApp } from '../src/app.js'
-import { openDatabase, poolTransaction, type Database } from '../src/db/database.js'
-import { PrismaClient } from '../src/generated/prisma/client.js'
 import { createWorkspaceToken, testConfig } from '../test/support/test-app.js'
+import { openBenchDatabase, percentile } from './support/bench-database.js'
 
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test'
 const LINK_VISITS = Number(process.env.BENCH_LINK_VISITS ?? 1_000_000)
 const WORKSPACE_VISITS = Number(process.env.BENCH_WORKSPACE_VISITS ?? 5_000_000)
 const LINKS = Number(process.env.BENCH_LINKS ?? 100_000)
@@ -30,20 +27,6 @@ const BATCH = 10_000
 const DAYS = 90
 const END = Date.parse('2026-11-20T00:00:00Z')
 const START = END - DAYS * 86_400_000
-
-const name = `bench_stats_${randomBytes(4).toString('hex')}`
-const url = new URL(SERVER_URL)
-url.pathname = `/${name}`
-
-async function onServer(sql: string): Promise<void> {
-  const admin = new pg.Client({ connectionString: SERVER_URL })
-  await admin.connect()
-  try {
-    await admin.query(sql)
-  } finally {
-    await admin.end()
-  }
-}
 
 /** A deterministic generator (mulberry32), so that every run stores the same visits. */
 function random(seed: number): () => number {
@@ -162,36 +145,14 @@ function zipf(n: number): () => number {
   }
 }
 
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
-}
-
-await onServer(`CREATE DATABASE "${name}"`)
-let database: Database | undefined
+const bench = await openBenchDatabase('bench_stats')
+const { database, queries, url } = bench
+const { prisma } = database
 try {
-  await (await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused' })).close()
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 10 })
-  pool.on('error', () => {})
-  // A client of our own that reports each statement, for the EXPLAIN of the slowest one.
-  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), log: [{ emit: 'event', level: 'query' }] })
-  const queries: { query: string; params: string; duration: number }[] = []
-  prisma.$on('query', (event) => queries.push({ query: event.query, params: event.params, duration: event.duration }))
-  database = {
-    prisma,
-    kind: 'postgres',
-    query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
-    transaction: (work) => poolTransaction(pool, work),
-    ping: async () => true,
-    close: async () => {
-      await prisma.$disconnect()
-      await pool.end()
-    },
-  }
-
   const token = await createWorkspaceToken(prisma, { workspace: 'bench', defaultDomain: 'go.bench.test' })
   const bigToken = await createWorkspaceToken(prisma, { workspace: 'big', defaultDomain: 'go.big.test' })
   const ids = Object.fromEntries((await prisma.workspace.findMany()).map((w) => [w.name, w.id]))
-  const sql = new pg.Client({ connectionString: url.toString() })
+  const sql = new pg.Client({ connectionString: url })
   sql.on('error', () => {})
   await sql.connect()
 
@@ -224,7 +185,7 @@ try {
   )
   console.log(sizes.rows.map((row) => `${row.table}: ${row.rows} rows`).join(', '))
 
-  const app = await buildApp({ config: testConfig({ DATABASE_URL: url.toString() }), database, logger: false })
+  const app = await buildApp({ config: testConfig({ DATABASE_URL: url }), database, logger: false })
   await app.ready()
 
   const range = (days: number) => `from=${new Date(END - days * 86_400_000).toISOString()}&to=${new Date(END).toISOString()}`
@@ -272,6 +233,5 @@ try {
   await sql.end()
   await app.close()
 } finally {
-  await database?.close()
-  await onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  await bench.drop()
 }

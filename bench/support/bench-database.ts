@@ -1,0 +1,83 @@
+/**
+ * A PostgreSQL database of a benchmark's own, created on the DATABASE_URL server (default the local `test`
+ * one), migrated by the service's own runner and dropped by `drop()`. Its Prisma client reports every statement
+ * into `queries`, so that a benchmark can show the EXPLAIN of the one it timed.
+ */
+import { PrismaPg } from '@prisma/adapter-pg'
+import pg from 'pg'
+import { randomBytes } from 'node:crypto'
+import { openDatabase, poolTransaction, type Database } from '../../src/db/database.js'
+import { PrismaClient } from '../../src/generated/prisma/client.js'
+
+export interface LoggedQuery {
+  query: string
+  params: string
+  duration: number
+}
+
+export interface BenchDatabase {
+  database: Database
+  /** The connection string of the benchmark's database. */
+  url: string
+  queries: LoggedQuery[]
+  /** Closes the connections and drops the database. */
+  drop(): Promise<void>
+}
+
+const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test'
+
+async function onServer(sql: string): Promise<void> {
+  const admin = new pg.Client({ connectionString: SERVER_URL })
+  await admin.connect()
+  try {
+    await admin.query(sql)
+  } finally {
+    await admin.end()
+  }
+}
+
+export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> {
+  const name = `${prefix}_${randomBytes(4).toString('hex')}`
+  const address = new URL(SERVER_URL)
+  address.pathname = `/${name}`
+  const url = address.toString()
+  await onServer(`CREATE DATABASE "${name}"`)
+  const drop = () => onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  try {
+    await (await openDatabase({ databaseUrl: url, dataDir: 'unused' })).close()
+  } catch (error) {
+    await drop()
+    throw error
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 10 })
+  // Dropping the database at the end ends these connections; that is no error.
+  pool.on('error', () => {})
+  const prisma = new PrismaClient({ adapter: new PrismaPg(pool), log: [{ emit: 'event', level: 'query' }] })
+  const queries: LoggedQuery[] = []
+  prisma.$on('query', (event) => queries.push({ query: event.query, params: event.params, duration: event.duration }))
+  const database: Database = {
+    prisma,
+    kind: 'postgres',
+    query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
+    transaction: (work) => poolTransaction(pool, work),
+    ping: async () => true,
+    close: async () => {
+      await prisma.$disconnect()
+      await pool.end()
+    },
+  }
+  return {
+    database,
+    url,
+    queries,
+    async drop() {
+      await database.close()
+      await drop()
+    },
+  }
+}
+
+/** The p-th percentile of values sorted in ascending order (nearest rank). */
+export function percentile(sorted: number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]
+}
