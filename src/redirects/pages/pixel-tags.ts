@@ -21,9 +21,18 @@ export interface PixelTag {
 
 const enc = encodeURIComponent
 
-// gtag.js serves Google Analytics 4 and Google Ads alike: one stub, created once, whichever comes first.
-const GTAG_STUB = `w.dataLayer = w.dataLayer || [];
-    if (!w.gtag) { w.gtag = function () { w.dataLayer.push(arguments) }; w.gtag('js', new Date()) }`
+/**
+ * gtag.js serves Google Analytics 4 and Google Ads alike: the same loader and the same stub, created once,
+ * whichever comes first; each id is configured on it.
+ */
+const GTAG: Pick<PixelTag, 'scripts' | 'init'> = {
+  scripts: (ids) => [`https://www.googletagmanager.com/gtag/js?id=${enc(ids[0])}`],
+  init: `function (ids, w) {
+    w.dataLayer = w.dataLayer || [];
+    if (!w.gtag) { w.gtag = function () { w.dataLayer.push(arguments) }; w.gtag('js', new Date()) }
+    ids.forEach(function (id) { w.gtag('config', id) });
+  }`,
+}
 
 export const PIXEL_TAGS: Record<string, PixelTag> = {
   facebook: {
@@ -47,11 +56,7 @@ export const PIXEL_TAGS: Record<string, PixelTag> = {
   },
   ga: {
     name: 'Google Analytics',
-    scripts: (ids) => [`https://www.googletagmanager.com/gtag/js?id=${enc(ids[0])}`],
-    init: `function (ids, w) {
-    ${GTAG_STUB}
-    ids.forEach(function (id) { w.gtag('config', id) });
-  }`,
+    ...GTAG,
     csp: {
       'script-src': ['https://*.googletagmanager.com'],
       'img-src': ['https://*.google-analytics.com', 'https://*.googletagmanager.com'],
@@ -73,11 +78,7 @@ export const PIXEL_TAGS: Record<string, PixelTag> = {
   },
   adwords: {
     name: 'Google Ads',
-    scripts: (ids) => [`https://www.googletagmanager.com/gtag/js?id=${enc(ids[0])}`],
-    init: `function (ids, w) {
-    ${GTAG_STUB}
-    ids.forEach(function (id) { w.gtag('config', id) });
-  }`,
+    ...GTAG,
     csp: {
       'script-src': [
         'https://www.googletagmanager.com',
