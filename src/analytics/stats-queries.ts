@@ -1,12 +1,15 @@
 /**
- * The SQL of the stats: every figure is summed from the hourly aggregates (LinkHourly, WorkspaceHourly), never
- * from the raw visits, so that a range of months reads a few thousand rows per breakdown instead of millions.
- * Buckets are cut by PostgreSQL (date_trunc in the caller's zone), which knows every DST change.
+ * The SQL of the stats: every figure is summed from the hourly aggregates (LinkHourly, WorkspaceHourly), so that
+ * a range of months reads a few thousand rows per breakdown instead of millions, and from the raw visits not yet
+ * rolled up into them (the last minute or so, src/analytics/visit-rollup.ts), spread over the same breakdowns,
+ * in the same statement so that the two meet exactly at "rolledUpTo". Buckets are cut by PostgreSQL (date_trunc
+ * in the caller's zone), which knows every DST change.
  */
 import type { Interval } from '../../schemas/stats.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
 import type { StatsRange } from './stats-range.js'
+import { MAX_AGGREGATE_VALUE } from './visit-aggregates.js'
 
 /**
  * Where the hourly rows come from. `where` filters the table aliased h and uses $1…$n for `params`; the
@@ -64,6 +67,34 @@ function bucketsSql(interval: Interval, p: (n: number) => string): string {
                          (${to}::timestamptz - interval '1 microsecond') AT TIME ZONE ${zone}::text, interval '1 ${interval}') AS local`
 }
 
+/** The breakdowns of one raw visit (h), as the aggregates name them and cut their values. */
+const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('referrer', coalesce(h."referrerHost", '')),
+  ('device', h."device"), ('os', coalesce(h."os", '')), ('browser', coalesce(h."browser", '')),
+  ('destination', left(h."destination", ${MAX_AGGREGATE_VALUE}))`
+
+/**
+ * The source's hourly rows: its aggregates, and its raw visits from "rolledUpTo" on as rows of one visit each.
+ * Columns: the table's keys, "dimension", "hour", "value", "clicks", "visitors", "bots"; aliased h.
+ */
+function hourlyRows(source: StatsSource): string {
+  const counts = `"dimension", "hour", "value", "clicks", "visitors", "bots"`
+  const pending = `h."at" >= (SELECT "rolledUpTo" FROM "analytics"."Rollup") AND ${source.where}`
+  const one = (firstOfDay: string) =>
+    `(NOT h."bot")::int AS "clicks", (h."${firstOfDay}" AND NOT h."bot")::int AS "visitors", h."bot"::int AS "bots"`
+  if (source.table === '"analytics"."LinkHourly"') {
+    return `(SELECT "linkUniq", ${counts} FROM ${source.table} h WHERE ${source.where}
+      UNION ALL
+      SELECT h."linkUniq", d."dimension", date_trunc('hour', h."at", 'UTC'), d."value", ${one('firstOfDay')}
+      FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${BREAKDOWNS}) AS d("dimension", "value")
+      WHERE ${pending}) h`
+  }
+  return `(SELECT "workspaceId", "domain", ${counts} FROM ${source.table} h WHERE ${source.where}
+    UNION ALL
+    SELECT h."workspaceId", h."domain", d."dimension", date_trunc('hour', h."at", 'UTC'), d."value", ${one('firstOfWorkspaceDay')}
+    FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${BREAKDOWNS}, ('link', h."linkUniq"::text)) AS d("dimension", "value")
+    WHERE ${pending}) h`
+}
+
 /** Placeholders numbered after the source's own parameters. */
 const placeholders = (source: StatsSource) => (n: number) => `$${source.params.length + n}`
 const rangeParams = (range: StatsRange) => [range.from.toISOString(), range.to.toISOString(), range.timezone]
@@ -76,8 +107,8 @@ export async function readSeries(prisma: PrismaClient, source: StatsSource, rang
     `WITH "counted" AS (
        SELECT date_trunc('${range.interval}', h."hour", ${p(3)}::text) AS "start",
               sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors", sum(h."bots") AS "bots"
-       FROM ${source.table} h
-       WHERE ${source.where} AND h."dimension" = 'total' AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
+       FROM ${hourlyRows(source)}
+       WHERE h."dimension" = 'total' AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
        GROUP BY 1)
      SELECT b."start", coalesce(c."clicks", 0)::int8 AS "clicks", coalesce(c."visitors", 0)::int8 AS "visitors",
             coalesce(c."bots", 0)::int8 AS "bots"
@@ -106,8 +137,8 @@ export async function readTops(prisma: PrismaClient, source: StatsSource, range:
     `SELECT "dimension", "value", "clicks", "visitors" FROM (
        SELECT h."dimension", h."value", sum(h."clicks")::int8 AS "clicks", sum(h."visitors")::int8 AS "visitors",
               row_number() OVER (PARTITION BY h."dimension" ORDER BY sum(h."clicks") DESC, h."value") AS "rank"
-       FROM ${source.table} h
-       WHERE ${source.where} AND h."dimension" = ANY(${p(3)}::text[])
+       FROM ${hourlyRows(source)}
+       WHERE h."dimension" = ANY(${p(3)}::text[])
          AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
        GROUP BY h."dimension", h."value"
        HAVING sum(h."clicks") > 0) ranked
@@ -135,11 +166,11 @@ export async function readTopLinks(prisma: PrismaClient, source: StatsSource, ra
   const p = placeholders(source)
   const perLink = source.links.byDimension
     ? `SELECT h."value"::int AS "uniq", sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors"
-       FROM ${source.table} h WHERE ${source.where} AND h."dimension" = 'link'
+       FROM ${hourlyRows(source)} WHERE h."dimension" = 'link'
          AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
        GROUP BY h."value"`
     : `SELECT h."linkUniq" AS "uniq", sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors"
-       FROM ${source.table} h WHERE ${source.where} AND h."dimension" = 'total'
+       FROM ${hourlyRows(source)} WHERE h."dimension" = 'total'
          AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
        GROUP BY h."linkUniq"`
   const rows = await query<{ uniq: number; domain: string; slug: string; clicks: bigint; visitors: bigint }>(

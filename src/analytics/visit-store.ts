@@ -1,22 +1,26 @@
 /**
- * Writes batches of visits (tables: prisma/migrations/20261123090000_visits): the raw rows, and in the same
- * transaction the hourly aggregates per link and per workspace, the all-time clicks of each link, and who was
- * seen today (to tell first visits of the day, which is what "unique visitors" counts). One transaction per
- * batch, so a batch is counted wholly or not at all; five statements whatever the batch's size, through the
- * driver (Database.transaction). A batch that fails (a deadlock included) is tried again by the recorder.
+ * Writes batches of visits (tables: prisma/migrations/20261123090000_visits and 20261124090000_visit_rollup): the
+ * raw rows, and in the same transaction who was seen today (to tell first visits of the day, which is what
+ * "unique visitors" counts). One transaction per batch, so a batch is stored wholly or not at all; three
+ * statements whatever the batch's size, through the driver (Database.transaction). A batch that fails (a
+ * deadlock included) is tried again by the recorder.
+ *
+ * The hourly aggregates and the all-time clicks are not written here: src/analytics/visit-rollup.ts sums a
+ * minute of raw rows at a time into them, which writes each (link, hour, value) row once a minute instead of once
+ * a batch. A visit whose time was already rolled up when its batch arrives (a batch kept while the database was
+ * down, a clock behind) is added to the aggregates by its batch, by the same statement (aggregateVisits). The
+ * batch holds the rollup's row FOR SHARE throughout, so a rollup waits for it, and it for a rollup: every visit
+ * is counted once, by one or the other.
  *
  * This runs for every visit the service answers, so it is written for the CPU it costs and for the event loop it
  * holds: the raw rows go as JSON parameters (JSON.stringify is native; the driver's array parameters cost a
- * function call per element) in statements of CHUNK rows; visits are first summed by their combination of facts
- * (a second's visits of a link mostly share them, so a batch should hold a whole second: aggregate rows then
- * grow with the links visited, not with the visits); visitors known to be seen today are not asked about again.
- *
- * Aggregate rows are written in one sorted order: two instances flushing at once lock the rows they share in
- * the same order, so they wait for each other instead of deadlocking.
+ * function call per element) in statements of CHUNK rows; visitors known to be seen today are not asked about
+ * again.
  */
 import type { Database, SqlQuery } from '../db/database.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { ensurePartitionsFor } from './partitions.js'
+import { aggregateVisitsSql } from './visit-aggregates.js'
 
 /** A visit as stored: resolved (device, browser…), with the visitor's daily key already derived. */
 export interface StoredVisit {
@@ -37,32 +41,18 @@ export interface StoredVisit {
   visitor: string
 }
 
-/**
- * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,700
- * bytes: longer destinations are cut (two destinations equal over their first 1,024 characters count as one).
- */
-export const MAX_AGGREGATE_VALUE = 1024
-
 /** Visits handled in one go before the event loop is let go (each costs a few microseconds). */
 const CHUNK = 2000
-const HOUR_MS = 3_600_000
 const DAY_MS = 86_400_000
 const SEP = '\u0001'
 
-interface Counts {
-  clicks: number
-  visitors: number
-  bots: number
-}
-
-/** Visits that share every fact the aggregates keep, summed. */
-interface Combination {
-  visit: StoredVisit
-  hour: number
-  link: Counts
-  /** visitors: first visits of the workspace on the day (clicks and bots as for the link). */
-  workspace: Counts
-}
+/** A batch's rows as sent (JSON, `at` in milliseconds), in the columns of analytics."Visit". */
+const BATCH_ROWS = `SELECT to_timestamp(v."at" / 1000.0) AS "at", v."linkUniq", v."workspaceId", v."domain", v."country",
+    v."referrerHost", v."device", v."os", v."browser", v."destination", v."reason", v."answer", v."bot",
+    v."visitor"::bigint AS "visitor", v."firstOfDay", v."firstOfWorkspaceDay"
+  FROM json_to_recordset($1::json) AS v("at" float8, "linkUniq" int, "workspaceId" int, "domain" text, "country" text,
+    "referrerHost" text, "device" text, "os" text, "browser" text, "destination" text, "reason" text, "answer" text,
+    "bot" boolean, "visitor" text, "firstOfDay" boolean, "firstOfWorkspaceDay" boolean)`
 
 const byKey = <T>(entries: Map<string, T>) => [...entries.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, value]) => value)
 
@@ -108,127 +98,42 @@ async function firstVisits(query: SqlQuery, visits: StoredVisit[], seen: Set<str
   return { link, workspace, remember: [...asked.keys()] }
 }
 
-async function combine(visits: StoredVisit[], first: { link: boolean[]; workspace: boolean[] }): Promise<Combination[]> {
-  const combinations = new Map<string, Combination>()
-  for (const [i, visit] of visits.entries()) {
-    if (i > 0 && i % CHUNK === 0) await nextTurn()
-    const hour = visit.at.getTime() - (visit.at.getTime() % HOUR_MS)
-    const key = [visit.linkUniq, hour, visit.country, visit.referrerHost, visit.device, visit.os, visit.browser, visit.destination, visit.domain].join(SEP)
-    let combination = combinations.get(key)
-    if (!combination) {
-      combination = { visit, hour, link: { clicks: 0, visitors: 0, bots: 0 }, workspace: { clicks: 0, visitors: 0, bots: 0 } }
-      combinations.set(key, combination)
-    }
-    for (const [counts, firstOfDay] of [[combination.link, first.link[i]], [combination.workspace, first.workspace[i]]] as const) {
-      if (visit.bot) counts.bots++
-      else {
-        counts.clicks++
-        if (firstOfDay) counts.visitors++
-      }
-    }
-  }
-  return [...combinations.values()]
-}
-
-/** The raw rows in statements of CHUNK rows, the event loop free in between. */
-async function insertRaw(query: SqlQuery, visits: StoredVisit[], firstOfDay: boolean[]): Promise<void> {
+/**
+ * The raw rows in statements of CHUNK rows, the event loop free in between; each chunk's visits from before
+ * `rolledUpTo` (milliseconds; PostgreSQL decides to the microsecond) are added to the aggregates at once.
+ */
+async function insertRaw(query: SqlQuery, visits: StoredVisit[], first: { link: boolean[]; workspace: boolean[] }, rolledUpTo: number): Promise<void> {
   for (let start = 0; start < visits.length; start += CHUNK) {
     if (start > 0) await nextTurn()
-    const rows = visits.slice(start, start + CHUNK).map((visit, i) => ({ ...visit, at: visit.at.getTime(), firstOfDay: firstOfDay[start + i] }))
-    await insertRawRows(query, rows)
+    const chunk = visits.slice(start, start + CHUNK)
+    const json = JSON.stringify(
+      chunk.map((visit, i) => ({ ...visit, at: visit.at.getTime(), firstOfDay: first.link[start + i], firstOfWorkspaceDay: first.workspace[start + i] })),
+    )
+    await query(
+      `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
+         "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay", "firstOfWorkspaceDay") ${BATCH_ROWS}`,
+      [json],
+    )
+    if (chunk.some((visit) => visit.at.getTime() <= rolledUpTo)) {
+      await query(aggregateVisitsSql(`SELECT * FROM (${BATCH_ROWS}) b WHERE b."at" < (SELECT "rolledUpTo" FROM "analytics"."Rollup")`), [json])
+    }
   }
 }
 
-async function insertRawRows(query: SqlQuery, rows: object[]): Promise<void> {
-  await query(
-    `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
-       "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay")
-     SELECT to_timestamp(v."at" / 1000.0), v."linkUniq", v."workspaceId", v."domain", v."country", v."referrerHost", v."device",
-       v."os", v."browser", v."destination", v."reason", v."answer", v."bot", v."visitor"::bigint, v."firstOfDay"
-     FROM json_to_recordset($1::json) AS v("at" float8, "linkUniq" int, "workspaceId" int, "domain" text, "country" text,
-       "referrerHost" text, "device" text, "os" text, "browser" text, "destination" text, "reason" text, "answer" text,
-       "bot" boolean, "visitor" text, "firstOfDay" boolean)`,
-    [JSON.stringify(rows)],
-  )
-}
-
-/**
- * The summed combinations into every aggregate, in one statement: PostgreSQL spreads each combination over the
- * breakdowns and sums them (cheaper there than building those rows here and sending them). Rows are written in
- * key order, so two instances writing at once take their locks in the same order.
- */
-async function addAggregates(query: SqlQuery, combinations: Combination[]): Promise<void> {
-  const rows = combinations.map(({ visit, hour, link, workspace }) => ({
-    linkUniq: visit.linkUniq,
-    workspaceId: visit.workspaceId,
-    domain: visit.domain,
-    hour,
-    country: visit.country ?? '',
-    referrer: visit.referrerHost ?? '',
-    device: visit.device,
-    os: visit.os ?? '',
-    browser: visit.browser ?? '',
-    destination: visit.destination.slice(0, MAX_AGGREGATE_VALUE),
-    clicks: link.clicks,
-    bots: link.bots,
-    linkVisitors: link.visitors,
-    workspaceVisitors: workspace.visitors,
-  }))
-  await query(
-    `WITH c AS (
-       SELECT * FROM json_to_recordset($1::json) AS c("linkUniq" int, "workspaceId" int, "domain" text, "hour" float8,
-         "country" text, "referrer" text, "device" text, "os" text, "browser" text, "destination" text,
-         "clicks" int, "bots" int, "linkVisitors" int, "workspaceVisitors" int)
-     ),
-     breakdown AS (
-       SELECT c.*, to_timestamp(c."hour" / 1000.0) AS "at", d."dimension", d."value"
-       FROM c CROSS JOIN LATERAL (VALUES ('total', ''), ('country', c."country"), ('referrer', c."referrer"),
-         ('device', c."device"), ('os', c."os"), ('browser', c."browser"), ('destination', c."destination")) AS d("dimension", "value")
-     ),
-     link_rows AS (
-       INSERT INTO "analytics"."LinkHourly" ("linkUniq", "dimension", "hour", "value", "clicks", "visitors", "bots")
-       SELECT "linkUniq", "dimension", "at", "value", sum("clicks"), sum("linkVisitors"), sum("bots")
-       FROM breakdown GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-       ON CONFLICT ("linkUniq", "dimension", "hour", "value") DO UPDATE SET
-         "clicks" = "LinkHourly"."clicks" + EXCLUDED."clicks",
-         "visitors" = "LinkHourly"."visitors" + EXCLUDED."visitors",
-         "bots" = "LinkHourly"."bots" + EXCLUDED."bots"
-     ),
-     workspace_rows AS (
-       INSERT INTO "analytics"."WorkspaceHourly" ("workspaceId", "dimension", "hour", "domain", "value", "clicks", "visitors", "bots")
-       SELECT "workspaceId", "dimension", "at", "domain", "value", sum("clicks"), sum("workspaceVisitors"), sum("bots")
-       FROM (
-         SELECT "workspaceId", "dimension", "at", "domain", "value", "clicks", "workspaceVisitors", "bots" FROM breakdown
-         UNION ALL
-         SELECT "workspaceId", 'link', to_timestamp("hour" / 1000.0), "domain", "linkUniq"::text, "clicks", "workspaceVisitors", "bots" FROM c
-       ) AS w
-       GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-       ON CONFLICT ("workspaceId", "dimension", "hour", "domain", "value") DO UPDATE SET
-         "clicks" = "WorkspaceHourly"."clicks" + EXCLUDED."clicks",
-         "visitors" = "WorkspaceHourly"."visitors" + EXCLUDED."visitors",
-         "bots" = "WorkspaceHourly"."bots" + EXCLUDED."bots"
-     )
-     INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks")
-     SELECT "linkUniq", sum("clicks") FROM c GROUP BY 1 HAVING sum("clicks") > 0 ORDER BY 1
-     ON CONFLICT ("linkUniq") DO UPDATE SET "clicks" = "LinkClicks"."clicks" + EXCLUDED."clicks"`,
-    [JSON.stringify(rows)],
-  )
-}
-
-/** Stores a batch of visits and counts them in every aggregate, in one transaction. */
+/** Stores a batch of visits, in one transaction. */
 export async function storeVisits(database: Database, visits: StoredVisit[]): Promise<void> {
   if (visits.length === 0) return
   await ensurePartitionsFor(database.prisma, visits.map((visit) => visit.at))
   let seen = seenCache.get(database)
   if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
   const remember = await database.transaction(async (query) => {
+    // Held until the batch commits: a rollup (which takes the row FOR UPDATE) waits for the batch, or the batch
+    // for the rollup, so a visit is summed by exactly one of them.
+    const [rollup] = await query<{ rolledUpTo: number }>(
+      `SELECT extract(epoch FROM "rolledUpTo") * 1000 AS "rolledUpTo" FROM "analytics"."Rollup" FOR SHARE`,
+    )
     const first = await firstVisits(query, visits, seen)
-    // Each step's work in JavaScript holds the event loop; visitors' requests go in between.
-    await insertRaw(query, visits, first.link)
-    await nextTurn()
-    const combinations = await combine(visits, first)
-    await nextTurn()
-    await addAggregates(query, combinations)
+    await insertRaw(query, visits, first, Math.ceil(Number(rollup.rolledUpTo)))
     return first.remember
   })
   for (const key of remember) seen.add(key)

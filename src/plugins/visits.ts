@@ -1,6 +1,7 @@
 /**
  * `app.visits`: where the visitor routes hand each visit (src/redirects/visits.ts). The service's recorder
- * buffers them and writes batches (src/analytics/visit-recorder.ts); this plugin also keeps the monthly
+ * buffers them and writes batches of raw visits (src/analytics/visit-recorder.ts), which the rollup sums into
+ * the hourly aggregates every minute (src/analytics/visit-rollup.ts). This plugin also keeps the monthly
  * partitions ahead of time and drops those past VISIT_RETENTION_DAYS, at start and every six hours, and writes
  * what is buffered when the app closes (before the database closes: onClose hooks run in reverse order).
  */
@@ -11,9 +12,15 @@ import { createPartitionsAhead, dropExpired } from '../analytics/partitions.js'
 import { BufferedVisitRecorder, type VisitBufferOptions } from '../analytics/visit-recorder.js'
 import { storeVisits } from '../analytics/visit-store.js'
 import { VisitorKeys } from '../analytics/visitor-key.js'
+import { ROLLUP_GRACE_MS, rollUpVisits, type RollupOptions, type RollupResult } from '../analytics/visit-rollup.js'
 import type { VisitRecorder } from '../redirects/visits.js'
 
 const MAINTENANCE_EVERY_MS = 6 * 3600_000
+/**
+ * How often the raw visits are summed into the aggregates. Longer means fewer aggregate writes (a link's rows
+ * are written once per rollup) and more raw visits for the stats to read past "rolledUpTo".
+ */
+const ROLLUP_EVERY_MS = 60_000
 
 export interface VisitPluginOptions {
   /** Another recorder instead of the database one (tests). */
@@ -23,6 +30,8 @@ export interface VisitPluginOptions {
   keyPrefix?: string
   /** The clock of partition maintenance (tests). */
   now?: () => number
+  /** How often the rollup runs (default a minute), and its grace and steps (tests, benchmarks). */
+  rollup?: RollupOptions & { everyMs?: number }
 }
 
 declare module 'fastify' {
@@ -30,6 +39,11 @@ declare module 'fastify' {
     visits: VisitRecorder
     /** The database recorder, when it is the one in use (its counts: recorded, stored, dropped…). */
     visitRecorder: BufferedVisitRecorder | null
+    /**
+     * Sums the raw visits before `upTo` (default: a few seconds ago) into the aggregates now, as the timer does
+     * every minute; its counts so far.
+     */
+    visitRollup: { run(upTo?: Date): Promise<RollupResult>; counts: { runs: number; visits: number; failures: number; ms: number } }
   }
 }
 
@@ -38,6 +52,7 @@ export default fp(
     if (options.recorder) {
       app.decorate('visits', options.recorder)
       app.decorate('visitRecorder', null)
+      app.decorate('visitRollup', { run: async () => ({ visits: 0, rolledUpTo: null }), counts: { runs: 0, visits: 0, failures: 0, ms: 0 } })
       return
     }
     const prisma = app.db.prisma
@@ -55,6 +70,31 @@ export default fp(
     app.decorate('visits', recorder)
     app.decorate('visitRecorder', recorder)
 
+    // One rollup at a time in this process; the rollup row makes instances take turns, and an instance that
+    // finds less than half an interval due leaves it (another has just rolled up).
+    const rollupEveryMs = options.rollup?.everyMs ?? ROLLUP_EVERY_MS
+    const rollupCounts = { runs: 0, visits: 0, failures: 0, ms: 0 }
+    let rolling: Promise<RollupResult> | null = null
+    const rollUp = (upTo = new Date(now() - ROLLUP_GRACE_MS), minSpanMs = 0) =>
+      (rolling ??= (async () => {
+        const started = performance.now()
+        try {
+          const result = await rollUpVisits(app.db, upTo, { minSpanMs, ...options.rollup })
+          rollupCounts.runs++
+          rollupCounts.visits += result.visits
+          return result
+        } finally {
+          rollupCounts.ms += performance.now() - started
+          rolling = null
+        }
+      })())
+    app.decorate('visitRollup', { run: (upTo?: Date) => rollUp(upTo), counts: rollupCounts })
+    const rollUpQuietly = () =>
+      rollUp(undefined, rollupEveryMs / 2).catch((error) => {
+        rollupCounts.failures++
+        app.log.warn({ err: error }, 'visits: summing the raw visits into the aggregates failed; tried again at the next minute')
+      })
+
     const maintain = async () => {
       try {
         const at = new Date(now())
@@ -65,15 +105,18 @@ export default fp(
         app.log.warn({ err: error }, 'visits: partition maintenance failed; tried again later')
       }
     }
-    let timer: NodeJS.Timeout | null = null
+    const timers: NodeJS.Timeout[] = []
     app.addHook('onReady', async () => {
       await maintain()
-      timer = setInterval(() => void maintain(), MAINTENANCE_EVERY_MS).unref()
+      timers.push(setInterval(() => void maintain(), MAINTENANCE_EVERY_MS).unref())
+      timers.push(setInterval(() => void rollUpQuietly(), rollupEveryMs).unref())
       recorder.start()
     })
     app.addHook('onClose', async () => {
-      if (timer) clearInterval(timer)
+      for (const timer of timers) clearInterval(timer)
       await recorder.close()
+      // What this instance wrote is summed by the next rollup of any instance; one under way finishes first.
+      await rolling?.catch(() => undefined)
     })
   },
   { name: 'visits', dependencies: ['database', 'redis'] },

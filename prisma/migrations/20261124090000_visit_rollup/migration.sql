@@ -1,0 +1,19 @@
+-- Hourly aggregates rolled up from the raw visits (issue 11's recording cost): a batch of visits now writes its
+-- raw rows only, and PostgreSQL sums a minute of them at a time into the aggregates (src/analytics/visit-rollup.ts).
+-- Stats read the aggregates up to "rolledUpTo" and the raw visits from there on, in one statement.
+
+-- The visitor's first visit of any link of the workspace on this UTC day (the workspace's unique visitors), as
+-- "firstOfDay" is for the link. Visits stored before this migration were already counted in the aggregates.
+ALTER TABLE "analytics"."Visit" ADD COLUMN "firstOfWorkspaceDay" BOOLEAN NOT NULL DEFAULT false;
+
+-- The rollup and the stats read the raw visits by time: a BRIN index costs next to nothing to keep while visits
+-- arrive in time order, and finds the last minute's pages of a month's partition.
+CREATE INDEX "Visit_at_brin_idx" ON "analytics"."Visit" USING brin ("at");
+
+-- One row: every visit before "rolledUpTo" is in the aggregates, every visit from it on is not (yet). Visits that
+-- reach the database after their time was rolled up are added to the aggregates by their batch.
+CREATE TABLE "analytics"."Rollup" (
+  "id"          BOOLEAN     PRIMARY KEY DEFAULT true CHECK ("id"),
+  "rolledUpTo"  TIMESTAMPTZ NOT NULL
+);
+INSERT INTO "analytics"."Rollup" ("id", "rolledUpTo") VALUES (true, now());

@@ -1,0 +1,134 @@
+/**
+ * The rollup (src/analytics/visit-rollup.ts): batches write raw visits only, and the rollup sums them into the
+ * hourly aggregates. Stats and the links' clicks must not depend on where the visits are: all raw, split at
+ * "rolledUpTo", or all summed give the same answers; a visit whose time was rolled up before its batch arrived
+ * is summed by its batch; a rollup racing batches counts every visit exactly once.
+ */
+import t from 'tap'
+import { storeVisits, type StoredVisit } from '../../src/analytics/visit-store.js'
+import { rollUpVisits } from '../../src/analytics/visit-rollup.js'
+import { apiClient } from '../support/api-client.js'
+import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
+
+const { app, prisma, database } = await buildTestApp(t)
+const token = await createWorkspaceToken(prisma, { workspace: 'acme', defaultDomain: 'go.acme.test' })
+const api = apiClient(app, token)
+const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'acme' } })).id
+
+type Link = { uniq: number; domain: string }
+const visit = (link: Link, at: string, visitor: number, extra: Partial<StoredVisit> = {}): StoredVisit => ({
+  at: new Date(at),
+  linkUniq: link.uniq,
+  workspaceId,
+  domain: link.domain,
+  country: 'US',
+  referrerHost: 'news.example',
+  device: 'desktop',
+  os: 'Windows',
+  browser: 'Chrome',
+  destination: 'https://example.com/a',
+  reason: 'default',
+  answer: 'redirect',
+  bot: false,
+  visitor: String(visitor),
+  ...extra,
+})
+const bot = { bot: true, device: 'bot', os: null, browser: null, referrerHost: null, answer: 'crawler' } as const
+
+const setRolledUpTo = (at: string) => prisma.$executeRawUnsafe(`UPDATE "analytics"."Rollup" SET "rolledUpTo" = $1::timestamptz`, at)
+const rolledUpTo = async () =>
+  (await prisma.$queryRawUnsafe<{ at: Date }[]>(`SELECT "rolledUpTo" AS "at" FROM "analytics"."Rollup"`))[0].at.toISOString()
+const aggregated = async () =>
+  (
+    await prisma.$queryRawUnsafe<{ clicks: number | null; bots: number | null }[]>(
+      `SELECT sum("clicks")::int AS "clicks", sum("bots")::int AS "bots" FROM "analytics"."LinkHourly" WHERE "dimension" = 'total'`,
+    )
+  )[0]
+
+t.test('stats and clicks are the same whether the visits are raw, split at rolledUpTo, or summed', async (t) => {
+  const one: Link = await api.link({ url: 'https://example.com/a', id: 'one', tags: ['promo'] })
+  const two: Link = await api.link({ url: 'https://example.com/b', id: 'two' })
+  // Nothing summed yet: every visit below stays raw until the rollup.
+  await setRolledUpTo('2030-01-01T00:00:00Z')
+  await storeVisits(database, [
+    visit(one, '2030-01-05T10:15:00Z', 1),
+    visit(one, '2030-01-05T10:45:00Z', 1, { country: 'DE', referrerHost: null }),
+    visit(one, '2030-01-05T11:05:00Z', 2, { device: 'mobile', os: 'iOS', browser: 'Safari', destination: 'https://example.com/rotated', reason: 'rotator' }),
+    visit(one, '2030-01-05T11:10:00Z', 3, bot),
+    visit(one, '2030-01-06T09:00:00Z', 1, { country: null }),
+    visit(two, '2030-01-05T10:20:00Z', 1),
+    visit(two, '2030-01-06T23:59:59Z', 4, { browser: 'Firefox', os: 'Linux' }),
+  ])
+  const range = 'from=2030-01-05T00:00:00Z&to=2030-01-08T00:00:00Z'
+  const read = async () => ({
+    one: (await api.get(`/v1/links/${one.uniq}/stats?${range}&interval=hour&timezone=Asia/Kolkata`)).json(),
+    byDomain: (await api.get(`/v1/links/by-domain/${one.domain}/one/stats?${range}`)).json(),
+    workspace: (await api.get(`/v1/stats?${range}`)).json(),
+    tagged: (await api.get(`/v1/stats?${range}&tag=promo`)).json(),
+    domain: (await api.get(`/v1/stats?${range}&domain=go.acme.test&interval=day`)).json(),
+    clicks: (await api.get('/v1/links?limit=10')).json().links.map((link: { uniq: number; clicks: number }) => [link.uniq, link.clicks]).sort(),
+  })
+
+  const raw = await read()
+  t.same(raw.one.totals, { clicks: 4, visitors: 3, bots: 1 }, 'counted from the raw visits: visitors 1 and 2 on the 5th, 1 again on the 6th')
+  t.same(raw.workspace.totals, { clicks: 6, visitors: 4, bots: 1 })
+  t.same(raw.tagged.totals, { clicks: 4, visitors: 3, bots: 1 })
+  t.same(raw.clicks, [[one.uniq, 4], [two.uniq, 2]].sort(), 'clicks on the link records')
+  t.same(await aggregated(), { clicks: null, bots: null }, 'nothing summed yet')
+
+  t.match(await app.visitRollup.run(new Date('2030-01-05T11:07:00Z')), { visits: 4 }, 'a rollup up to 11:07 sums the four visits before it')
+  t.equal(await rolledUpTo(), '2030-01-05T11:07:00.000Z')
+  t.same(await read(), raw, 'split in the middle of an hour: the same answers')
+
+  t.match(await app.visitRollup.run(new Date('2030-02-01T00:00:00Z')), { visits: 3 })
+  t.same(await aggregated(), { clicks: 6, bots: 1 })
+  t.same(await read(), raw, 'all summed: the same answers')
+  t.match(await app.visitRollup.run(new Date('2030-02-01T00:00:00Z')), { visits: 0, rolledUpTo: null }, 'nothing is due twice')
+})
+
+t.test('a visit whose time was already rolled up is summed by its own batch, once', async (t) => {
+  const late: Link = await api.link({ url: 'https://example.com/late', id: 'late' })
+  const before = await aggregated()
+  await storeVisits(database, [visit(late, '2030-01-20T08:00:00Z', 7), visit(late, '2030-01-20T08:30:00Z', 8, bot)])
+  t.same(await aggregated(), { clicks: before.clicks! + 1, bots: before.bots! + 1 }, 'summed by the batch')
+  t.match(await app.visitRollup.run(new Date('2030-03-01T00:00:00Z')), { visits: 0 }, 'and not again by the rollup')
+  const stats = (await api.get(`/v1/links/${late.uniq}/stats?from=2030-01-20T00:00:00Z&to=2030-01-21T00:00:00Z`)).json()
+  t.same(stats.totals, { clicks: 1, visitors: 1, bots: 1 })
+})
+
+t.test('a clock that jumped: the rollup steps over the empty stretch', async (t) => {
+  const far: Link = await api.link({ url: 'https://example.com/far', id: 'far' })
+  await storeVisits(database, [visit(far, '2031-06-01T12:00:00Z', 9)])
+  const steps: string[] = []
+  const counting = {
+    ...database,
+    transaction: <T>(work: Parameters<typeof database.transaction<T>>[0]) => {
+      steps.push('step')
+      return database.transaction(work)
+    },
+  }
+  const result = await rollUpVisits(counting, new Date('2031-06-02T00:00:00Z'))
+  t.same(result, { visits: 1, rolledUpTo: new Date('2031-06-02T00:00:00Z') })
+  t.ok(steps.length <= 3, `a year and a half in ${steps.length} steps, not one per hour`)
+})
+
+t.test('rollups racing batches count every visit exactly once', async (t) => {
+  const busy: Link = await api.link({ url: 'https://example.com/busy', id: 'busy' })
+  const start = Date.parse(await rolledUpTo())
+  let stored = 0
+  for (let round = 0; round < 15; round++) {
+    // Each batch's visits straddle the point the concurrent rollup goes up to.
+    const at = (second: number) => new Date(start + round * 10_000 + second * 1000).toISOString()
+    const batch = [visit(busy, at(1), round), visit(busy, at(5), round), visit(busy, at(9), round, bot)]
+    stored += 2
+    await Promise.all([storeVisits(database, batch), rollUpVisits(database, new Date(start + round * 10_000 + 5_000))])
+  }
+  await rollUpVisits(database, new Date(start + 200_000))
+  const [summed] = await prisma.$queryRawUnsafe<{ clicks: number; bots: number }[]>(
+    `SELECT sum("clicks")::int AS "clicks", sum("bots")::int AS "bots" FROM "analytics"."LinkHourly" WHERE "linkUniq" = $1 AND "dimension" = 'total'`,
+    busy.uniq,
+  )
+  t.same(summed, { clicks: stored, bots: 15 })
+  const [clicks] = await prisma.$queryRawUnsafe<{ clicks: number }[]>(`SELECT "clicks"::int AS "clicks" FROM "analytics"."LinkClicks" WHERE "linkUniq" = $1`, busy.uniq)
+  t.equal(clicks.clicks, stored)
+})
