@@ -86,6 +86,13 @@ interface Run {
   cpuPerRequest: number
 }
 
+/** After a recorded run: the buffer written, then the run's visits summed into the aggregates. */
+interface Rollup {
+  flushMs: number
+  rollupMs: number
+  visits: number
+}
+
 interface Stats {
   cpuMicros: number
   rss: number
@@ -133,9 +140,11 @@ const fmt = (n: number, digits = 0) => n.toFixed(digits).padStart(8)
  */
 async function alternate(bare: Server, service: Server, overallRate?: { bare: number; service: number; fixed: number; unrecorded: number }) {
   const runs: Record<'bare' | 'service' | 'fixed' | 'unrecorded', Run[]> = { bare: [], service: [], fixed: [], unrecorded: [] }
+  const rollups: Rollup[] = []
   for (let round = 0; round < ROUNDS; round++) {
     runs.bare.push(await load(bare, DURATION, overallRate?.bare))
     runs.service.push(await load(service, DURATION, overallRate?.service))
+    rollups.push(await ask<Rollup>(service, 'rollup'))
     runs.fixed.push(await load(service, DURATION, overallRate?.fixed, '/fixed'))
     await ask(service, 'recording off')
     runs.unrecorded.push(await load(service, DURATION, overallRate?.unrecorded))
@@ -154,6 +163,10 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     fixed: summary(runs.fixed),
     unrecorded: summary(runs.unrecorded),
     recordingRatios: runs.service.map((run, i) => run.rps / runs.unrecorded[i].rps),
+    // The rollup's time charged to its run, as if nothing else could run meanwhile (PostgreSQL uses one of the
+    // two cores for it): a bound from below on the throughput with the rollup paid for.
+    chargedRatios: runs.service.map((run, i) => (run.rps * DURATION) / (DURATION + rollups[i].rollupMs / 1000) / runs.unrecorded[i].rps),
+    rollups,
     ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps),
   }
 }
@@ -219,6 +232,13 @@ async function main() {
   console.log(
     `recording on / off: ${((100 * full.service.rps) / full.unrecorded.rps).toFixed(1)}% throughput (runs: ${recordingRatios}; target ≥ 90%); ` +
       `visits: ${JSON.stringify(stats.visits)}`,
+  )
+  const rolled = full.rollups.reduce((sum, r) => ({ ms: sum.ms + r.rollupMs, visits: sum.visits + r.visits }), { ms: 0, visits: 0 })
+  const charged = median(full.chargedRatios)
+  console.log(
+    `rollup after each recorded run: ${full.rollups.map((r) => `${r.visits} visits in ${r.rollupMs.toFixed(0)} ms`).join(', ')} ` +
+      `(${((1000 * rolled.ms) / rolled.visits).toFixed(1)} µs a visit); recording on / off with the rollup's time charged to its run: ` +
+      `${(100 * charged).toFixed(1)}% (runs: ${full.chargedRatios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')})`,
   )
   console.log(`service event-loop delay since start: p99 ${stats.loopDelayP99Ms.toFixed(1)} ms, max ${stats.loopDelayMaxMs.toFixed(1)} ms`)
   console.log(`service p99 at half its peak rate: ${half.service.p99.toFixed(2)} ms (target < 5 ms)`)
