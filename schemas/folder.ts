@@ -1,6 +1,6 @@
 /** Folders: a workspace's named groups of links (GET/POST /v1/folders, PUT/DELETE /v1/folders/{id}). */
 import { Type, type Static } from '@sinclair/typebox'
-import { POSITIVE_ID_PATTERN } from './formats.js'
+import { PathId } from './formats.js'
 
 export const FOLDER_NAME_MAX = 100
 
@@ -39,7 +39,7 @@ export const FolderBody = Type.Object(
 )
 
 export const FolderIdParams = Type.Object({
-  id: Type.String({ pattern: POSITIVE_ID_PATTERN, description: 'The id of the folder', examples: ['3'] }),
+  id: PathId('The id of the folder', 3),
 })
 
 export const DeleteFolderQuery = Type.Object({

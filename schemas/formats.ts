@@ -2,6 +2,7 @@
  * Custom string formats used by the schemas. They are registered in the validators of the HTTP layer
  * (src/plugins/validation.ts); `format` names them in the OpenAPI document too.
  */
+import { Type } from '@sinclair/typebox'
 import { COUNTRY_CODES } from './country-codes.js'
 
 export const MAX_URL_LENGTH = 4096
@@ -62,8 +63,20 @@ export const formatMessages: Record<string, string> = {
   'date-time': 'must be an ISO 8601 date-time',
 }
 
-/** A row id in a path: decimal digits without a leading zero ("0012" is no id, not 12), at most 15 of them. */
-export const POSITIVE_ID_PATTERN = '^[1-9][0-9]{0,14}$'
+/** The largest id of a row (an `integer` column of PostgreSQL: links' uniq, folders, scripts). */
+export const MAX_ROW_ID = 2_147_483_647
+
+/** Why an integer parameter written otherwise than in plain decimal is refused (src/plugins/validation.ts). */
+export const NOT_DECIMAL_MESSAGE =
+  'must be a whole number in plain decimal digits (no sign +, exponent, hexadecimal, spaces or leading zeros)'
+
+/**
+ * The id of a row in a path: an integer, as the record that carries it says (`uniq`, a folder's or a
+ * script's `id`), so a generated client passes `link.uniq` as it is. A path is text: the parameter
+ * validator takes only plain decimal ("012", "+5", "1e1" are 400, not coerced) before checking the range.
+ */
+export const PathId = (description: string, example: number) =>
+  Type.Integer({ minimum: 1, maximum: MAX_ROW_ID, description, examples: [example] })
 
 /** A colour as `rrggbb` or `rrggbbaa`, with or without `#` (sent as `%23` in a query: a bare `#` starts the fragment). */
 export const HEX_COLOR_PATTERN = '^#?([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$'
@@ -72,7 +85,6 @@ export const HEX_COLOR_PATTERN = '^#?([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$'
 export const patternMessages: Record<string, string> = {
   '^[0-9]+$': 'must be a string of digits',
   '^[0-9]{1,3}$': 'must be a string of digits',
-  [POSITIVE_ID_PATTERN]: 'must be a positive whole number in decimal digits, without leading zeros',
   '^[A-Za-z0-9_-]+$': 'may contain only letters A-Z and a-z, digits, - and _',
   [HEX_COLOR_PATTERN]: 'must be a hex colour: rrggbb or rrggbbaa, with or without # (%23)',
 }

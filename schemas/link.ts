@@ -3,7 +3,8 @@
  * (LinkRecord). These schemas validate the routes, give the TypeScript types and make the OpenAPI document.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
-import { MAX_URL_LENGTH, POSITIVE_ID_PATTERN } from './formats.js'
+import { StringEnum } from './enum.js'
+import { MAX_URL_LENGTH, PathId } from './formats.js'
 
 export const PLATFORMS = [
   'linkedin',
@@ -46,11 +47,13 @@ export const HttpUrl = (description: string) =>
 const OptionalUrl = (description: string) =>
   Nullable(Type.Union([HttpUrl(description), Type.Literal('')]))
 
-export const Platform = Type.Union(
-  PLATFORMS.map((platform) => Type.Literal(platform)),
-  { description: 'Platform the pixel belongs to' },
-)
+export const Platform = StringEnum(PLATFORMS, { description: 'Platform the pixel belongs to' })
 
+/**
+ * A pixel as a link's input names it. Other fields are accepted and ignored (clients send whole Pixel
+ * records back, with their workspaceId and createdAt); they are left out of the schema rather than typed
+ * `unknown`, which generated clients render as `any`.
+ */
 export const PixelInput = Type.Object(
   {
     platform: Platform,
@@ -59,45 +62,61 @@ export const PixelInput = Type.Object(
       Type.String({ format: 'uuid', description: 'A pixel of the workspace to reuse; unknown ids are ignored' }),
     ),
     title: Type.Optional(Nullable(Type.String({ maxLength: LIMITS.pixelTitle }))),
-    workspaceId: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
-    createdAt: Type.Optional(Type.Unknown({ description: 'Accepted and ignored' })),
   },
-  { examples: [{ platform: 'facebook', value: '1234567890' }] },
+  {
+    $id: 'PixelInput',
+    description:
+      "A pixel to attach: the workspace's pixel with this id, else the one with this platform and value, else a " +
+      'new one. Other fields (a Pixel record\'s workspaceId, createdAt) are accepted and ignored.',
+    examples: [{ platform: 'facebook', value: '1234567890' }],
+  },
 )
 
 const PixelReference = Type.String({ format: 'uuid', description: 'The id of a pixel the workspace already has' })
 
-export const Geolocation = Type.Object({
-  url: HttpUrl('Where visitors from that country go'),
-  value: Type.String({ format: 'country-code', description: 'ISO 3166-1 alpha-2 code, either case', examples: ['DE'] }),
-})
+export const Geolocation = Type.Object(
+  {
+    url: HttpUrl('Where visitors from that country go'),
+    value: Type.String({ format: 'country-code', description: 'ISO 3166-1 alpha-2 code, either case', examples: ['DE'] }),
+  },
+  { $id: 'GeolocationInput', description: 'A per-country destination' },
+)
 
 const Weight = Type.Union([Type.Integer({ minimum: 1, maximum: 100 }), Type.String({ pattern: '^[0-9]{1,3}$' })], {
   description: 'Weight in percent, 1 to 100 (a number or a string of digits)',
 })
 
-export const RotatorEntry = Type.Object({
-  url: HttpUrl('One of the destinations the link rotates between'),
-  value: Weight,
-})
+export const RotatorEntry = Type.Object(
+  {
+    url: HttpUrl('One of the destinations the link rotates between'),
+    value: Weight,
+  },
+  { $id: 'RotatorEntryInput', description: 'A weighted destination of the link rotator' },
+)
 
-export const LinkExpirationInput = Type.Object({
-  enable: Type.Boolean(),
-  end: Type.String({ format: 'date-time', description: 'When the link expires (ISO 8601)', examples: ['2027-01-31T23:59:59.000Z'] }),
-  url: HttpUrl('Where the link redirects once it has expired'),
-  timezone: Type.Integer({ minimum: -12, maximum: 14, description: 'Offset in hours, kept for display' }),
-})
+export const LinkExpirationInput = Type.Object(
+  {
+    enable: Type.Boolean(),
+    end: Type.String({ format: 'date-time', description: 'When the link expires (ISO 8601)', examples: ['2027-01-31T23:59:59.000Z'] }),
+    url: HttpUrl('Where the link redirects once it has expired'),
+    timezone: Type.Integer({ minimum: -12, maximum: 14, description: 'Offset in hours, kept for display' }),
+  },
+  { $id: 'LinkExpirationInput', description: 'When the link expires and where it goes then' },
+)
 
-export const PasswordProtectInput = Type.Object({
-  enable: Type.Boolean(),
-  password: Type.Optional(
-    Type.String({
-      minLength: 1,
-      maxLength: LIMITS.password,
-      description: 'Required to enable protection, except on update when the link already has a password',
-    }),
-  ),
-})
+export const PasswordProtectInput = Type.Object(
+  {
+    enable: Type.Boolean(),
+    password: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: LIMITS.password,
+        description: 'Required to enable protection, except on update when the link already has a password',
+      }),
+    ),
+  },
+  { $id: 'PasswordProtectInput', description: 'Password protection; the password is stored hashed and never returned' },
+)
 
 /** Every field of the specification's Link, as create accepts it. */
 const linkFields = {
@@ -119,11 +138,11 @@ const linkFields = {
   description: Nullable(Type.String({ maxLength: LIMITS.description, description: 'Open-graph description' })),
   image: OptionalUrl('Open-graph image'),
   favicon: OptionalUrl('Favicon address'),
-  extraOptionsGeolocations: Type.Array(Geolocation, {
+  extraOptionsGeolocations: Type.Array(Type.Ref(Geolocation), {
     maxItems: LIMITS.geolocations,
     description: 'Per-country destinations; the first rule matching the visitor wins',
   }),
-  extraOptionsLinkRotator: Type.Array(RotatorEntry, {
+  extraOptionsLinkRotator: Type.Array(Type.Ref(RotatorEntry), {
     maxItems: LIMITS.rotator,
     description: "Weighted destinations; weights add up to at most 100 and the link's url gets the rest",
   }),
@@ -132,7 +151,7 @@ const linkFields = {
       description: 'A folder of the workspace (a number or a string of digits)',
     }),
   ),
-  pixels: Type.Array(Type.Union([PixelInput, PixelReference]), {
+  pixels: Type.Array(Type.Union([Type.Ref(PixelInput), PixelReference]), {
     maxItems: LIMITS.pixels,
     description: 'Tracking pixels: pixel objects, or ids of pixels the workspace has',
   }),
@@ -148,18 +167,19 @@ const linkFields = {
   ),
   linkScriptEnable: Type.Boolean(),
   masking: Type.Boolean({ description: 'Show the destination in a frame under the short address' }),
-  linkExpiration: Nullable(LinkExpirationInput),
-  passwordProtect: Nullable(PasswordProtectInput),
+  linkExpiration: Nullable(Type.Ref(LinkExpirationInput)),
+  passwordProtect: Nullable(Type.Ref(PasswordProtectInput)),
 }
 
 const { url, ...optionalFields } = linkFields
 
 export const LinkInput = Type.Object(
   { url, ...Type.Partial(Type.Object(optionalFields)).properties },
-  { description: 'A link to create. Unknown fields are ignored.' },
+  { $id: 'LinkInput', description: 'A link to create. Unknown fields are ignored.' },
 )
 
 export const LinkPatch = Type.Partial(Type.Object(linkFields), {
+  $id: 'LinkPatch',
   description:
     'The fields to change: a field present replaces the stored value, null clears a nullable field, an absent field is kept. ' +
     "domain and id cannot change; repeating the link's own values is accepted.",
@@ -167,7 +187,7 @@ export const LinkPatch = Type.Partial(Type.Object(linkFields), {
 
 export const CreateLinkBody = Type.Object(
   {
-    link: LinkInput,
+    link: Type.Ref(LinkInput),
     autofill: Type.Optional(
       Type.Boolean({
         default: true,
@@ -190,7 +210,7 @@ export const CreateLinkBody = Type.Object(
 
 export const UpdateLinkBody = Type.Object(
   {
-    link: LinkPatch,
+    link: Type.Ref(LinkPatch),
     autofill: Type.Optional(
       Type.Boolean({
         default: true,
@@ -203,14 +223,27 @@ export const UpdateLinkBody = Type.Object(
   { examples: [{ link: { title: 'Summer sale', tags: 'summer,email' } }] },
 )
 
-export const PixelRecord = Type.Object({
-  id: Type.String({ format: 'uuid' }),
-  platform: Platform,
-  value: Type.String(),
-  title: Nullable(Type.String()),
-  workspaceId: Type.Integer(),
-  createdAt: Type.String({ format: 'date-time' }),
-})
+export const PIXEL_EXAMPLE = {
+  id: '6f1c2a9e-4a39-4c55-9d3e-2b7c8f0a1d22',
+  platform: 'facebook',
+  value: '1234567890',
+  title: 'Retargeting',
+  workspaceId: 1,
+  createdAt: '2026-11-22T10:00:00.000Z',
+}
+
+/** A pixel as links and GET /v1/pixels answer it: one named component, `Pixel`, for both. */
+export const PixelRecord = Type.Object(
+  {
+    id: Type.String({ format: 'uuid' }),
+    platform: Platform,
+    value: Type.String(),
+    title: Nullable(Type.String()),
+    workspaceId: Type.Integer(),
+    createdAt: Type.String({ format: 'date-time' }),
+  },
+  { $id: 'Pixel', examples: [PIXEL_EXAMPLE] },
+)
 
 const UtcDateTime = Type.String({ format: 'date-time', description: 'ISO 8601 UTC with milliseconds' })
 
@@ -228,7 +261,7 @@ export const LinkRecord = Type.Object(
     extraOptionsGeolocations: Type.Array(Type.Object({ url: Type.String(), value: Type.String() })),
     extraOptionsLinkRotator: Type.Array(Type.Object({ url: Type.String(), value: Type.Integer() })),
     folderId: Nullable(Type.Integer()),
-    pixels: Type.Array(PixelRecord),
+    pixels: Type.Array(Type.Ref(PixelRecord)),
     showGDPR: Type.Boolean(),
     tags: Type.Array(Type.String()),
     note: Nullable(Type.String()),
@@ -284,7 +317,7 @@ export const LinkRecord = Type.Object(
 )
 
 export const UniqIdParams = Type.Object({
-  uniqId: Type.String({ pattern: POSITIVE_ID_PATTERN, description: 'The uniq of the link', examples: ['42'] }),
+  uniqId: PathId('The uniq of the link', 42),
 })
 
 export const DomainSlugParams = Type.Object({

@@ -1,18 +1,10 @@
 /** Pixels as workspace entities (GET/POST /v1/pixels, PUT/DELETE /v1/pixels/{uuid}); links refer to them. */
 import { Type, type Static } from '@sinclair/typebox'
-import { PixelInput, PixelRecord, Platform } from './link.js'
+import { PIXEL_EXAMPLE, PixelInput, PixelRecord, Platform } from './link.js'
 
-const example = {
-  id: '6f1c2a9e-4a39-4c55-9d3e-2b7c8f0a1d22',
-  platform: 'facebook',
-  value: '1234567890',
-  title: 'Retargeting',
-  workspaceId: 1,
-  createdAt: '2026-11-22T10:00:00.000Z',
-}
-
-/** The Pixel of the link record, registered under a name of its own for these routes. */
-export const Pixel = Type.Object(PixelRecord.properties, { $id: 'Pixel', examples: [example] })
+/** The Pixel of the link record (one component for both). */
+export const Pixel = PixelRecord
+const example = PIXEL_EXAMPLE
 
 export const PixelList = Type.Object(
   { pixels: Type.Array(Type.Ref(Pixel), { description: 'Oldest first' }) },

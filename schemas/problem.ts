@@ -1,4 +1,5 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { StringEnum } from './enum.js'
 
 export const FieldError = Type.Object(
   {
@@ -8,7 +9,7 @@ export const FieldError = Type.Object(
   { $id: 'FieldError' },
 )
 
-export const ErrorCode = Type.Union(
+export const ErrorCode = StringEnum(
   [
     'invalid_json',
     'validation_failed',
@@ -33,7 +34,8 @@ export const ErrorCode = Type.Union(
     'uri_too_long',
     'expectation_failed',
     'headers_too_large',
-  ].map((code) => Type.Literal(code)),
+  ],
+  { description: 'What went wrong, for programs: the same for every answer of a kind' },
 )
 
 /** RFC 9457 problem details, with a machine-readable `code` and, for bad input, the fields at fault. */
@@ -44,7 +46,7 @@ export const Problem = Type.Object(
     status: Type.Integer({ examples: [400] }),
     code: ErrorCode,
     detail: Type.String({ examples: ['link/url must be an absolute http(s) URL'] }),
-    errors: Type.Optional(Type.Array(FieldError)),
+    errors: Type.Optional(Type.Array(Type.Ref(FieldError), { description: 'For bad input: each offending field' })),
   },
   { $id: 'Problem', description: 'An error, served as application/problem+json' },
 )

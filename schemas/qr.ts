@@ -3,6 +3,7 @@
  * is drawn. One schema for both routes, so they accept exactly the same parameters, with the same 400s.
  */
 import { Type, type Static } from '@sinclair/typebox'
+import { StringEnum } from './enum.js'
 import { HEX_COLOR_PATTERN } from './formats.js'
 
 /** Pixels of the whole image, quiet zone included: a thumbnail at least, a poster print at most (2048² is 4 Mpx). */
@@ -17,10 +18,7 @@ const HexColor = (description: string, fallback: string) =>
 
 export const QrQuery = Type.Object({
   format: Type.Optional(
-    Type.Union(
-      QR_FORMATS.map((format) => Type.Literal(format)),
-      { default: 'svg', description: '`svg` (image/svg+xml, the default) or `png` (image/png)' },
-    ),
+    StringEnum(QR_FORMATS, { default: 'svg', description: '`svg` (image/svg+xml, the default) or `png` (image/png)' }),
   ),
   size: Type.Optional(
     Type.Integer({
@@ -41,13 +39,10 @@ export const QrQuery = Type.Object({
     }),
   ),
   level: Type.Optional(
-    Type.Union(
-      QR_LEVELS.map((level) => Type.Literal(level)),
-      {
-        default: 'M',
-        description: 'Error correction: L (7% of the code may be lost), M (15%, the default), Q (25%) or H (30%)',
-      },
-    ),
+    StringEnum(QR_LEVELS, {
+      default: 'M',
+      description: 'Error correction: L (7% of the code may be lost), M (15%, the default), Q (25%) or H (30%)',
+    }),
   ),
   color: Type.Optional(HexColor('Colour of the dark modules: rrggbb or rrggbbaa, with or without #', '000000')),
   background: Type.Optional(

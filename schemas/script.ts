@@ -1,6 +1,6 @@
 /** Scripts: a workspace's HTML/JavaScript snippets that links attach by id (linkScripts). */
 import { Type, type Static } from '@sinclair/typebox'
-import { POSITIVE_ID_PATTERN } from './formats.js'
+import { PathId } from './formats.js'
 
 export const SCRIPT_NAME_MAX = 100
 /** The most a script may hold, in bytes of UTF-8 (the command line's limit too). */
@@ -57,7 +57,7 @@ export const UpdateScriptBody = Type.Partial(CreateScriptBody, {
 })
 
 export const ScriptIdParams = Type.Object({
-  id: Type.String({ pattern: POSITIVE_ID_PATTERN, description: 'The id of the script', examples: ['2'] }),
+  id: PathId('The id of the script', 2),
 })
 
 export type ScriptSummaryBody = Static<typeof ScriptSummary>

@@ -91,7 +91,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(autofill, { config, autofill: options.autofill })
   await app.register(visits, { config, recorder: options.redirects?.visits, ...options.visits })
   await app.register(redirects, { config, redirects: options.redirects })
-  await app.register(openapi)
+  await app.register(openapi, { config })
 
   await app.register(healthRoutes)
   // Visitors see a change to a link at once, on every instance.

@@ -5,7 +5,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { DomainSlugParams, UniqIdParams } from '../../schemas/link.js'
-import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
+import { NOT_DECIMAL_MESSAGE } from '../../schemas/formats.js'
 import { LinkStats, StatsQuery, VisitList, VisitsQuery, WorkspaceStats, WorkspaceStatsQuery } from '../../schemas/stats.js'
 import { fieldError } from '../errors/app-error.js'
 import { findLink, type LinkServiceContext } from '../links/link-service.js'
@@ -122,7 +122,7 @@ export default async function statsRoutes(app: FastifyInstance, options: { links
             {
               400: {
                 description: 'validation_failed: a bad uniqId, limit, cursor, from or to, named by its pointer',
-                examples: [fieldError('/uniqId', patternMessages[POSITIVE_ID_PATTERN])],
+                examples: [fieldError('/uniqId', NOT_DECIMAL_MESSAGE)],
               },
             },
             401, 404, 429, 500, 503,

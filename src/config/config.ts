@@ -6,6 +6,7 @@ import { domainToASCII } from 'node:url'
 const EnvSchema = Type.Object({
   PORT: Type.Integer({ minimum: 0, maximum: 65535, default: 3000 }),
   HOST: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  PUBLIC_URL: Type.Optional(Type.String({ minLength: 1 })),
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
@@ -31,6 +32,8 @@ type Env = Static<typeof EnvSchema>
 export interface Config {
   port: number
   host: string
+  /** Where clients reach the API (the OpenAPI document's `servers`): no trailing slash, no query. */
+  publicUrl: string
   /** PostgreSQL connection string; undefined means the embedded PGlite database in `dataDir`. */
   databaseUrl?: string
   dataDir: string
@@ -95,6 +98,28 @@ function parseTrustProxy(value: string): Config['trustProxy'] {
   throw new ConfigError(`TRUST_PROXY: "${value}" must be true, false, a hop count or a comma-separated list of addresses`)
 }
 
+/**
+ * PUBLIC_URL as an origin with an optional base path (`https://api.brand.com`, `https://brand.com/links`);
+ * unset: the listen address, with a wildcard host (0.0.0.0, ::) shown as localhost, which is where a client
+ * on the same machine reaches it.
+ */
+function parsePublicUrl(value: string | undefined, host: string, port: number): string {
+  if (value === undefined) {
+    const shown = host === '0.0.0.0' || host === '::' ? 'localhost' : host.includes(':') ? `[${host}]` : host
+    return `http://${shown}:${port}`
+  }
+  let url: URL
+  try {
+    url = new URL(value)
+  } catch {
+    throw new ConfigError(`PUBLIC_URL: "${value}" is not an absolute URL`)
+  }
+  if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
+    throw new ConfigError(`PUBLIC_URL: "${value}" must be an http(s) URL without credentials, query or fragment`)
+  }
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
+}
+
 /** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   // Empty variables count as unset, as they do in most deployment tools.
@@ -117,6 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port: parsed.PORT,
     host: parsed.HOST,
+    publicUrl: parsePublicUrl(parsed.PUBLIC_URL, parsed.HOST, parsed.PORT),
     databaseUrl: parsed.DATABASE_URL,
     dataDir: parsed.DATA_DIR,
     redisUrl: parsed.REDIS_URL,

@@ -29,6 +29,7 @@ export default async function folderRoutes(app: FastifyInstance, options: { pris
         ...common,
         operationId: 'listFolders',
         summary: "List the workspace's folders",
+        description: "Every folder of the workspace, by name, with how many links each holds. Links refer to them by folderId.",
         response: { 200: successResponse('The folders, by name', FolderList), ...problemResponsesWith({}, 401, 429, 500, 503) },
       },
     },
@@ -43,6 +44,7 @@ export default async function folderRoutes(app: FastifyInstance, options: { pris
         ...common,
         operationId: 'createFolder',
         summary: 'Create a folder',
+        description: 'Creates a folder; the name is trimmed and must be unique in the workspace (else 409 name_taken).',
         body: FolderBody,
         response: {
           201: successResponse('The new folder', FolderRecord),
@@ -64,6 +66,7 @@ export default async function folderRoutes(app: FastifyInstance, options: { pris
         ...common,
         operationId: 'renameFolder',
         summary: 'Rename a folder',
+        description: 'Renames the folder; its links stay in it. The new name must be unique in the workspace (else 409 name_taken).',
         params: FolderIdParams,
         body: FolderBody,
         response: {

@@ -14,11 +14,10 @@ export function toFolderRecord(folder: folders.StoredFolder): FolderRecordBody {
   return { id: folder.id, name: folder.name, linkCount: folder._count.links, createdAt: folder.createdAt.toISOString() }
 }
 
-/** A path id the column cannot hold names no folder: a miss, not a database error. */
-function folderId(id: string): number {
-  const number = Number(id)
-  if (!Number.isSafeInteger(number) || number < 1 || number > MAX_INT4) throw notFound('folder')
-  return number
+/** An id the column cannot hold names no folder: a miss, not a database error (the route's schema refuses one first). */
+function folderId(id: number): number {
+  if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) throw notFound('folder')
+  return id
 }
 
 export async function createFolder(prisma: PrismaClient, caller: Caller, name: string) {
@@ -31,7 +30,7 @@ export async function createFolder(prisma: PrismaClient, caller: Caller, name: s
   }
 }
 
-export async function renameFolder(prisma: PrismaClient, caller: Caller, id: string, name: string) {
+export async function renameFolder(prisma: PrismaClient, caller: Caller, id: number, name: string) {
   const clean = cleanName(name, '/name')
   let folder: folders.StoredFolder | null
   try {
@@ -44,7 +43,7 @@ export async function renameFolder(prisma: PrismaClient, caller: Caller, id: str
   return folder
 }
 
-export async function deleteFolder(prisma: PrismaClient, caller: Caller, id: string, query: DeleteFolderRequest) {
+export async function deleteFolder(prisma: PrismaClient, caller: Caller, id: number, query: DeleteFolderRequest) {
   const number = folderId(id)
   if (query.moveLinksTo !== undefined && query.force === true) {
     throw validationFailed([

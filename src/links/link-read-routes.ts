@@ -8,11 +8,11 @@ import { successResponse } from '../plugins/openapi-responses.js'
 import { deleteLink, listLinks } from './link-read-service.js'
 import { linkRecord, linkRecords } from './link-record.js'
 import { findLink, type LinkServiceContext } from './link-service.js'
-import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
+import { NOT_DECIMAL_MESSAGE } from '../../schemas/formats.js'
 
 const badUniqId = {
-  description: 'validation_failed: uniqId is not a number',
-  examples: [fieldError('/uniqId', patternMessages[POSITIVE_ID_PATTERN])],
+  description: 'validation_failed: uniqId is not a whole number from 1 to 2147483647 in plain decimal',
+  examples: [fieldError('/uniqId', NOT_DECIMAL_MESSAGE)],
 }
 
 /** Read, list and delete links: the rest of link management beside create and update (link-routes.ts). */
@@ -61,6 +61,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
         ...common,
         operationId: 'getLink',
         summary: 'Get a link by its uniq',
+        description: "The link record, as create and update answer it. A link of another workspace is a 404.",
         params: UniqIdParams,
         response: {
           200: successResponse('The link', LinkRecord),
@@ -100,6 +101,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
         ...common,
         operationId: 'deleteLink',
         summary: 'Delete a link by its uniq',
+        description: 'Deletes the link: its short address no longer redirects and its slug can be used again.',
         params: UniqIdParams,
         response: { 204: deleted, ...problemResponsesWith({ 400: badUniqId }, 401, 404, 429, 500, 503) },
       },

@@ -93,13 +93,14 @@ function folderGone(error: unknown) {
   return violatedForeignKey(error) === 'Link_folderId_fkey' ? fieldError('/link/folderId', 'is not a folder of this workspace') : undefined
 }
 
-export type LinkLocator = { uniq: string } | { domain: string; slug: string }
+export type LinkLocator = { uniq: number } | { domain: string; slug: string }
 
 export async function findLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<StoredLink> {
   let link: StoredLink | null = null
   if ('uniq' in locator) {
-    const uniq = Number(locator.uniq)
-    // Ids beyond the column's range cannot exist; asking the database would be an error, not a miss.
+    const { uniq } = locator
+    // The route's schema keeps ids within the column's range; beyond it asking the database would be an
+    // error, not a miss, so a caller that skipped the schema still gets a 404.
     if (Number.isSafeInteger(uniq) && uniq >= 1 && uniq <= 2_147_483_647) {
       link = await findLinkByUniq(context.prisma, caller.workspaceId, uniq)
     }

@@ -37,6 +37,7 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
         ...common,
         operationId: 'listPixels',
         summary: "List the workspace's pixels",
+        description: "Every tracking pixel of the workspace, oldest first. Links use them by id or by platform and value.",
         response: { 200: successResponse('The pixels, oldest first', PixelList), ...problemResponsesWith({}, 401, 429, 500, 503) },
       },
     },

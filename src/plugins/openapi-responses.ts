@@ -1,5 +1,6 @@
 /** How responses are documented in the OpenAPI document, shared by every route module. */
 import { Type, type TSchema } from '@sinclair/typebox'
+import { StringEnum } from '../../schemas/enum.js'
 import { formatMessages } from '../../schemas/formats.js'
 import { Problem } from '../../schemas/problem.js'
 import {
@@ -90,8 +91,8 @@ export const successResponse = (description: string, schema: TSchema & { example
 
 /** What autofill did (contract section 12), on every successful create and update. */
 export const AUTOFILL_HEADER = {
-  'X-Autofill': Type.Union(
-    [Type.Literal('filled'), Type.Literal('partial'), Type.Literal('failed'), Type.Literal('skipped')],
+  'X-Autofill': StringEnum(
+    ['filled', 'partial', 'failed', 'skipped'],
     {
       description:
         '`filled`: every empty title/description/image/favicon was filled from the page; `partial`: some were ' +

@@ -3,29 +3,20 @@ import swaggerUi from '@fastify/swagger-ui'
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import { maxHeaderSize } from 'node:http'
-import { FolderList, FolderRecord } from '../../schemas/folder.js'
-import { LinkList } from '../../schemas/link-list.js'
-import { LinkRecord } from '../../schemas/link.js'
-import { Pixel, PixelList } from '../../schemas/pixel.js'
-import { FieldError, Problem } from '../../schemas/problem.js'
-import { ScriptList, ScriptRecord, ScriptSummary } from '../../schemas/script.js'
-import { LinkStats, VisitList, WorkspaceStats } from '../../schemas/stats.js'
+import { COMPONENT_SCHEMAS } from '../../schemas/components.js'
+import type { Config } from '../config/config.js'
 import { HTTP_TIMEOUTS } from './http-server.js'
 import { documentHttpAnswers } from './openapi-http-answers.js'
-
-/**
- * Shared schemas, registered once at the root and referenced by $id so the OpenAPI document names them.
- * (A route plugin that added schemas of its own would get Fastify's default, coercing body validator back.)
- */
-export const SHARED_SCHEMAS = [FieldError, Problem, LinkRecord, LinkList, FolderRecord, FolderList, Pixel, PixelList, ScriptSummary, ScriptRecord, ScriptList, LinkStats, WorkspaceStats, VisitList]
 
 /**
  * The OpenAPI 3.1 document is generated from the route schemas (GET /openapi.json) and shown by
  * Swagger UI (GET /docs); nothing about the API is written twice.
  */
 export default fp(
-  async function openapi(app: FastifyInstance) {
-    for (const schema of SHARED_SCHEMAS) app.addSchema(schema)
+  async function openapi(app: FastifyInstance, options: { config: Pick<Config, 'publicUrl'> }) {
+    // Registered once at the root and referenced by $id, so the document names them (schemas/components.ts).
+    // (A route plugin that added schemas of its own would get Fastify's default, coercing body validator back.)
+    for (const schema of COMPONENT_SCHEMAS) app.addSchema(schema)
     // Before swagger's own onRoute hook, which collects the routes for the document.
     app.addHook('onRoute', documentHttpAnswers)
     await app.register(swagger, {
@@ -44,7 +35,13 @@ export default fp(
             `${maxHeaderSize / 1024} KiB; these three close the connection), ` +
             '404 `not_found` (no such operation) or, while the service shuts down, 503 `unavailable` with ' +
             '`Retry-After` and `Connection: close`.',
+          // The service's own pages: the project has no public contact address or open licence to name.
+          contact: { name: 'Short-link service API', url: `${options.config.publicUrl}/docs` },
+          license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
         },
+        servers: [{ url: options.config.publicUrl, description: 'This service (PUBLIC_URL)' }],
+        // Every operation needs the token unless it says otherwise (the health probes: security: []).
+        security: [{ apiToken: [] }],
         components: {
           securitySchemes: { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } },
         },

@@ -2,7 +2,8 @@ import { Ajv, type ErrorObject, type Options, type ValidateFunction } from 'ajv'
 import addFormatsModule from 'ajv-formats'
 import type { FastifyInstance, FastifySchema, preValidationHookHandler } from 'fastify'
 import fp from 'fastify-plugin'
-import { customFormats } from '../../schemas/formats.js'
+import { COMPONENT_SCHEMAS } from '../../schemas/components.js'
+import { customFormats, NOT_DECIMAL_MESSAGE } from '../../schemas/formats.js'
 import { validationFailed } from '../errors/app-error.js'
 import { clientDataProblems, queryEncodingProblems } from './client-data.js'
 
@@ -30,6 +31,36 @@ const bodyAjv = buildAjv({ coerceTypes: false, allErrors: true, verbose: true })
 const parameterAjv = buildAjv({ coerceTypes: 'array', removeAdditional: true, verbose: true })
 
 type SchemaNode = Record<string, unknown>
+
+const components = new Map<string, SchemaNode>(COMPONENT_SCHEMAS.map((schema) => [schema.$id, schema as SchemaNode]))
+const inlinedSchemas = new WeakMap<object, unknown>()
+
+/**
+ * The schema with each reference to a named schema (`{"$ref": "LinkInput"}`) replaced by that schema, without
+ * its `$id`. The document names the schemas; the validators check exactly what they checked when the schemas
+ * were written in place: the same errors, with the same schema paths, which src/plugins/field-errors.ts reads
+ * to explain a union. Cached per schema, like boundArrays.
+ */
+export function inlineRefs(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(inlineRefs)
+  if (!schema || typeof schema !== 'object') return schema
+  const cached = inlinedSchemas.get(schema)
+  if (cached) return cached
+  const { $ref, ...rest } = schema as SchemaNode
+  const target = typeof $ref === 'string' ? components.get($ref) : undefined
+  let inlined: SchemaNode
+  if (target) {
+    // (inlineRefs takes the target's $id off.) Keywords beside the reference (a description) stay.
+    inlined = { ...(inlineRefs(target) as SchemaNode), ...(inlineRefs(rest) as SchemaNode) }
+  } else {
+    inlined = {}
+    for (const [key, value] of Object.entries(schema)) inlined[key] = inlineRefs(value)
+    // A named schema written in place (Type.Object(LinkInput.properties…)) is checked without its name.
+    if (typeof inlined.$id === 'string' && components.has(inlined.$id)) delete inlined.$id
+  }
+  inlinedSchemas.set(schema, inlined)
+  return inlined
+}
 
 const boundedSchemas = new WeakMap<object, unknown>()
 
@@ -74,7 +105,7 @@ function strictIntegers(schema: SchemaNode, validate: ValidateFunction): Validat
         schemaPath: `#/properties/${key}/type`,
         keyword: 'decimal',
         params: {},
-        message: 'must be a whole number in plain decimal digits (no sign +, exponent, hexadecimal, spaces or leading zeros)',
+        message: NOT_DECIMAL_MESSAGE,
       }))
     const valid = validate(data)
     const refused = new Set(notDecimal.map((error) => error.instancePath))
@@ -86,11 +117,17 @@ function strictIntegers(schema: SchemaNode, validate: ValidateFunction): Validat
 }
 
 /** The validator of a route's body, as the routes get it (bench/validation.ts times it alone). */
-export const compileBodyValidator = (schema: object): ValidateFunction => bodyAjv.compile(boundArrays(schema) as SchemaNode)
+export const compileBodyValidator = (schema: object): ValidateFunction =>
+  bodyAjv.compile(boundArrays(inlineRefs(schema)) as SchemaNode)
+
+const compileParameterValidator = (schema: object): ValidateFunction => {
+  const inlined = inlineRefs(schema) as SchemaNode
+  return strictIntegers(inlined, parameterAjv.compile(inlined))
+}
 
 export default fp(async function validation(app: FastifyInstance) {
   app.setValidatorCompiler(({ schema, httpPart }) =>
-    httpPart === 'body' ? compileBodyValidator(schema) : strictIntegers(schema as SchemaNode, parameterAjv.compile(schema)),
+    httpPart === 'body' ? compileBodyValidator(schema) : compileParameterValidator(schema),
   )
   // What no schema can say (src/plugins/client-data.ts), on the parts of the request the route declares it
   // reads: those are what reach the database. A DELETE's stray body or an unknown route's path is left alone.

@@ -16,7 +16,7 @@ import { noContentResponse, problemResponsesWith } from '../plugins/openapi-enti
 import { successResponse } from '../plugins/openapi-responses.js'
 import { listScripts } from './script-repository.js'
 import { createScript, deleteScript, getScript, toScriptRecord, toScriptSummary, updateScript } from './script-service.js'
-import { patternMessages, POSITIVE_ID_PATTERN } from '../../schemas/formats.js'
+import { NOT_DECIMAL_MESSAGE } from '../../schemas/formats.js'
 
 /**
  * 64 KiB of content can take several times that as JSON (every control character or non-ASCII one may become a
@@ -30,7 +30,10 @@ const problems = {
     description: 'validation_failed: a blank name, or content over 64 KiB of UTF-8, named by JSON pointer',
     examples: [fieldError('/content', `must be at most ${SCRIPT_CONTENT_MAX_BYTES} bytes of UTF-8 (has 70000)`)],
   },
-  badId: { description: 'validation_failed: the id is not a number', examples: [fieldError('/id', patternMessages[POSITIVE_ID_PATTERN])] },
+  badId: {
+    description: 'validation_failed: the id is not a whole number from 1 to 2147483647 in plain decimal',
+    examples: [fieldError('/id', NOT_DECIMAL_MESSAGE)],
+  },
   notFound: { description: "not_found: no such script in the token's workspace", examples: [notFound('script')] },
   tooLarge: { description: 'payload_too_large: body over 512 KiB', examples: [payloadTooLarge(SCRIPT_BODY_LIMIT)] },
 }
@@ -48,6 +51,9 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
         ...common,
         operationId: 'listScripts',
         summary: "List the workspace's scripts, without their content",
+        description:
+          "Every script of the workspace, oldest first, with its name and size but not its content (GET /v1/scripts/{id} " +
+          'has it). Links attach scripts by these ids (linkScripts).',
         response: { 200: successResponse('The scripts, oldest first', ScriptList), ...problemResponsesWith({}, 401, 429, 500, 503) },
       },
     },
@@ -62,6 +68,7 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
         ...common,
         operationId: 'getScript',
         summary: 'Get a script with its content',
+        description: "One script of the workspace, with its HTML or JavaScript content. Another workspace's script is a 404.",
         params: ScriptIdParams,
         response: {
           200: successResponse('The script', ScriptRecord),

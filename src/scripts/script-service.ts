@@ -29,11 +29,10 @@ export function toScriptRecord(script: scripts.StoredScript): ScriptRecordBody {
   return { ...toScriptSummary({ ...script, size: Buffer.byteLength(script.content) }), content: script.content }
 }
 
-/** A path id the column cannot hold names no script: a miss, not a database error. */
-function scriptId(id: string): number {
-  const number = Number(id)
-  if (!Number.isSafeInteger(number) || number < 1 || number > MAX_INT4) throw notFound('script')
-  return number
+/** An id the column cannot hold names no script: a miss, not a database error (the route's schema refuses one first). */
+function scriptId(id: number): number {
+  if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) throw notFound('script')
+  return id
 }
 
 /** The fields present, checked together so one 400 names every bad one. */
@@ -59,7 +58,7 @@ function parseScript(body: UpdateScriptRequest): { name?: string; content?: stri
   return out
 }
 
-export async function getScript(prisma: PrismaClient, caller: Caller, id: string) {
+export async function getScript(prisma: PrismaClient, caller: Caller, id: number) {
   const script = await scripts.findScript(prisma, caller.workspaceId, scriptId(id))
   if (!script) throw notFound('script')
   return script
@@ -70,7 +69,7 @@ export async function createScript(prisma: PrismaClient, caller: Caller, body: C
   return scripts.insertScript(prisma, { workspaceId: caller.workspaceId, name, content })
 }
 
-export async function updateScript(prisma: PrismaClient, caller: Caller, id: string, body: UpdateScriptRequest) {
+export async function updateScript(prisma: PrismaClient, caller: Caller, id: number, body: UpdateScriptRequest) {
   const changes = parseScript(body)
   const number = scriptId(id)
   const script =
@@ -81,6 +80,6 @@ export async function updateScript(prisma: PrismaClient, caller: Caller, id: str
   return script
 }
 
-export async function deleteScript(prisma: PrismaClient, caller: Caller, id: string) {
+export async function deleteScript(prisma: PrismaClient, caller: Caller, id: number) {
   if (!(await scripts.deleteScript(prisma, caller.workspaceId, scriptId(id)))) throw notFound('script')
 }

@@ -68,3 +68,14 @@ t.test('an invalid value stops the start with a message naming the variable', as
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
   }
 })
+
+t.test('PUBLIC_URL: the servers entry of the OpenAPI document; default the listen address', async (t) => {
+  t.equal(loadConfig({}).publicUrl, 'http://127.0.0.1:3000')
+  t.equal(loadConfig({ HOST: '0.0.0.0', PORT: '8080' }).publicUrl, 'http://localhost:8080', 'a wildcard host is shown as localhost')
+  t.equal(loadConfig({ HOST: '::1' }).publicUrl, 'http://[::1]:3000')
+  t.equal(loadConfig({ PUBLIC_URL: 'https://API.brand.com/' }).publicUrl, 'https://api.brand.com', 'no trailing slash')
+  t.equal(loadConfig({ PUBLIC_URL: 'https://brand.com/links/' }).publicUrl, 'https://brand.com/links', 'a base path is kept')
+  for (const bad of ['api.brand.com', 'ftp://brand.com', 'https://brand.com/?x=1', 'https://u:p@brand.com']) {
+    t.throws(() => loadConfig({ PUBLIC_URL: bad }), /PUBLIC_URL/, bad)
+  }
+})

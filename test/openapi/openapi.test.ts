@@ -178,6 +178,45 @@ t.test('the document', async (t) => {
     t.same([...operationIds].sort(), Object.keys(EXPECTED_STATUSES).sort(), 'one operationId each, all known')
   })
 
+  t.test('issue 12: servers, contact, licence, public probes, integer ids, plain enums, named inputs', async (t) => {
+    t.same(document.servers, [{ url: 'http://127.0.0.1:3000', description: 'This service (PUBLIC_URL)' }])
+    t.ok(document.info.contact?.url, 'info.contact')
+    t.ok(document.info.license?.name, 'info.license')
+    t.same(document.security, [{ apiToken: [] }], 'a global security requirement')
+    for (const [path, operationId] of [['/healthz', 'getHealth'], ['/readyz', 'getReadiness']]) {
+      t.match(document.paths[path].get, { operationId, security: [], description: String }, `${path} is public`)
+    }
+    // Path ids that are integers in the records are integers here.
+    for (const [path, name] of [['/v1/links/{uniqId}', 'uniqId'], ['/v1/folders/{id}', 'id'], ['/v1/scripts/{id}', 'id']]) {
+      const operation = Object.values<Json>(document.paths[path])[0]
+      const parameter = operation.parameters.find((candidate: Json) => candidate.name === name)
+      t.match(parameter.schema, { type: 'integer', minimum: 1, maximum: 2147483647 }, `${path}: ${name} is an integer`)
+    }
+    // No anyOf whose branches are all constants (generators render it poorly): those are enums.
+    const constantUnions: string[] = []
+    const walk = (node: unknown, at: string) => {
+      if (Array.isArray(node)) return node.forEach((item, index) => walk(item, `${at}/${index}`))
+      if (!node || typeof node !== 'object') return
+      const anyOf = (node as Json).anyOf
+      if (Array.isArray(anyOf) && anyOf.every((branch: Json) => 'const' in branch)) constantUnions.push(at)
+      for (const [key, value] of Object.entries(node)) walk(value, `${at}/${key}`)
+    }
+    walk(document, '#')
+    t.same(constantUnions, [], 'no anyOf of constants')
+    t.same(
+      document.paths['/v1/links/create'].post.requestBody.content['application/json'].schema.properties.link,
+      { $ref: '#/components/schemas/LinkInput' },
+      'create takes a LinkInput',
+    )
+    for (const path of ['/v1/links/{uniqId}', '/v1/links/by-domain/{domain}/{id}']) {
+      t.same(
+        document.paths[path].put.requestBody.content['application/json'].schema.properties.link,
+        { $ref: '#/components/schemas/LinkPatch' },
+        `${path}: update takes a LinkPatch`,
+      )
+    }
+  })
+
   t.test('the security scheme is the Api-Authorization header', async (t) => {
     t.same(document.components.securitySchemes, { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } })
   })
