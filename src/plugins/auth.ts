@@ -3,6 +3,25 @@ import fp from 'fastify-plugin'
 import { BadTokenThrottle } from '../auth/bad-token-throttle.js'
 import { hashToken } from '../auth/tokens.js'
 import { tooManyRequests, unauthorized } from '../errors/app-error.js'
+import { CACHE_TTL_MS, tokensGeneration } from '../cache/change-notices.js'
+import { TtlCache } from '../cache/ttl-cache.js'
+
+export interface TokenCacheOptions {
+  /** How long a live token's record is reused (default CACHE_TTL_MS: revocation applies within it everywhere). */
+  ttlMs?: number
+  /** The cache's clock (tests). */
+  now?: () => number
+}
+
+/** Live tokens remembered per instance; unknown and revoked ones are read every time (and throttled). */
+const TOKEN_CACHE_ENTRIES = 10_000
+
+interface TokenRecord {
+  id: number
+  workspaceId: number
+  official: boolean
+  revokedAt: Date | null
+}
 
 export interface Caller {
   tokenId: number
@@ -24,8 +43,20 @@ declare module 'fastify' {
 export const TOKEN_HEADER = 'api-authorization'
 
 export default fp(
-  async function auth(app: FastifyInstance, options: { throttle?: BadTokenThrottle }) {
+  async function auth(app: FastifyInstance, options: { throttle?: BadTokenThrottle; cache?: TokenCacheOptions }) {
     const throttle = options.throttle ?? new BadTokenThrottle()
+    // The token's record was one statement on every API request; it changes only when the token is revoked.
+    const tokens = new TtlCache<string, TokenRecord | null>({
+      ttlMs: options.cache?.ttlMs ?? CACHE_TTL_MS,
+      maxEntries: TOKEN_CACHE_ENTRIES,
+      now: options.cache?.now,
+      generation: tokensGeneration,
+    })
+    const readToken = (hash: string) =>
+      app.db.prisma.apiToken.findUnique({
+        where: { hash },
+        select: { id: true, workspaceId: true, official: true, revokedAt: true },
+      })
     app.decorateRequest('caller', null as unknown as Caller)
 
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
@@ -34,12 +65,11 @@ export default fp(
 
       const header = request.headers[TOKEN_HEADER]
       const token = typeof header === 'string' ? header.trim() : ''
-      const record = token
-        ? await app.db.prisma.apiToken.findUnique({
-            where: { hash: hashToken(token) },
-            select: { id: true, workspaceId: true, official: true, revokedAt: true },
-          })
-        : null
+      let record: TokenRecord | null = null
+      if (token) {
+        const hash = hashToken(token)
+        record = await tokens.get(hash, () => readToken(hash), (found) => found !== null && !found.revokedAt)
+      }
       if (!record || record.revokedAt) {
         const nowBlockedFor = throttle.recordFailure(request.ip)
         if (nowBlockedFor > 0) {

@@ -1,6 +1,7 @@
 import { DISPLAY_PREFIX_LENGTH, displayPrefix, generateToken, hashToken } from '../auth/tokens.js'
 import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
+import { domainsChanged, tokensChanged } from '../cache/change-notices.js'
 
 /** Errors of administrative operations (the command line), said plainly to an operator. */
 export class AdminError extends Error {
@@ -60,6 +61,8 @@ export async function revokeToken(prisma: PrismaClient, tokenOrPrefix: string): 
   if (candidates.length > 1) throw new AdminError(`"${text}" matches ${candidates.length} tokens; give more of it`)
   const [token] = candidates
   if (!token.revokedAt) await prisma.apiToken.update({ where: { id: token.id }, data: { revokedAt: new Date() } })
+  // Refused at once by the apps of this process; other processes' caches expire within CACHE_TTL_MS.
+  tokensChanged()
   return token.prefix
 }
 
@@ -84,7 +87,7 @@ export async function addDomain(
   const workspace = await findWorkspace(prisma, options.workspace)
   const existing = await prisma.domain.findUnique({ where: { host } })
   if (existing && existing.workspaceId !== workspace.id) throw new AdminError(`${host} belongs to another workspace`)
-  return prisma.$transaction(async (tx) => {
+  const domain = await prisma.$transaction(async (tx) => {
     if (options.isDefault) {
       await tx.domain.updateMany({ where: { workspaceId: workspace.id, isDefault: true }, data: { isDefault: false } })
     }
@@ -94,6 +97,8 @@ export async function addDomain(
       update: options.isDefault ? { isDefault: true } : {},
     })
   })
+  domainsChanged()
+  return domain
 }
 
 export async function createFolder(prisma: PrismaClient, options: { workspace: string; name: string }) {
