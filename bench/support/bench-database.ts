@@ -59,6 +59,7 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
     prisma,
     kind: 'postgres',
     query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
+    sql: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
     transaction: (work) => poolTransaction(pool, work),
     ping: async () => true,
     close: async () => {

@@ -28,7 +28,9 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 
 /** True when a write failed on a unique constraint (P2002, whichever driver adapter reported it). */
 export function isUniqueViolation(error: unknown): boolean {
-  return (error as { code?: unknown })?.code === 'P2002'
+  const code = (error as { code?: unknown })?.code
+  // 23505: the same from a plain SQL statement (Database.sql).
+  return code === 'P2002' || code === '23505'
 }
 
 /** The PostgreSQL SQLSTATE behind a Prisma error, as both driver adapters pass it on. */
@@ -43,7 +45,7 @@ function sqlState(error: ErrorLike): unknown {
  */
 export function isTransactionConflict(error: unknown): boolean {
   for (const current of chain(error)) {
-    if (current.code === 'P2034') return true
+    if (current.code === 'P2034' || current.code === '40P01' || current.code === '40001') return true
     const state = sqlState(current)
     if (state === '40P01' || state === '40001') return true
   }
@@ -61,7 +63,7 @@ export function isDatabaseBusy(error: unknown): boolean {
   for (const current of chain(error)) {
     // Other P2028 messages (a transaction not found, already closed) are faults of the service, not load.
     if (current.code === 'P2028' && typeof current.message === 'string' && BUSY_TRANSACTION.test(current.message)) return true
-    if (current.code === 'P2037') return true
+    if (current.code === 'P2037' || current.code === '53300') return true
     if (sqlState(current) === '53300') return true
   }
   return false
@@ -69,7 +71,9 @@ export function isDatabaseBusy(error: unknown): boolean {
 
 /** The name of the foreign key a write violated (P2003), e.g. `Link_folderId_fkey`; undefined for other errors. */
 export function violatedForeignKey(error: unknown): string | undefined {
-  const current = error as ErrorLike
+  const current = error as ErrorLike & { constraint?: unknown }
+  // 23503: the same from a plain SQL statement (Database.sql), which names the constraint itself.
+  if (current?.code === '23503') return typeof current.constraint === 'string' ? current.constraint : undefined
   if (current?.code !== 'P2003') return undefined
   const index = current.meta?.driverAdapterError?.cause?.constraint?.index
   return typeof index === 'string' ? index : undefined

@@ -58,7 +58,7 @@ export async function listLinks(
 
   // One link more than the page tells whether another page follows, without counting.
   const limit = query.limit ?? LIST_LIMIT.default
-  const rows = await findLinksPage(context.prisma, filter, limit + 1)
+  const rows = await findLinksPage(context.database, filter, limit + 1)
   const links = rows.slice(0, limit)
   const nextCursor = rows.length > limit ? encodeCursor(links[links.length - 1].uniq) : null
   return { links, nextCursor }
@@ -68,6 +68,6 @@ export async function listLinks(
 export async function deleteLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<void> {
   const link = await findLink(context, caller, locator)
   // Deleted by a concurrent request since it was found: this request did not delete it.
-  if (!(await deleteLinkByUniq(context.prisma, caller.workspaceId, link.uniq))) throw notFound()
+  if (!(await deleteLinkByUniq(context.database, caller.workspaceId, link.uniq))) throw notFound()
   context.onChange?.(link)
 }

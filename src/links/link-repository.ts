@@ -1,6 +1,6 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
-import type { PrismaClient } from '../db/database.js'
+import type { Database, PrismaClient } from '../db/database.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
 import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
 import { fieldError } from '../errors/app-error.js'
@@ -13,17 +13,122 @@ const withPixels = {
 
 export type StoredLink = Prisma.LinkGetPayload<{ include: typeof withPixels }>
 
-export function findLinkByUniq(prisma: PrismaClient, workspaceId: number, uniq: number): Promise<StoredLink | null> {
-  return prisma.link.findFirst({ where: { uniq, workspaceId }, include: withPixels })
+/**
+ * A link's columns and its pixels in one row, as plain SQL reads and writes return it (the same shape as
+ * Prisma's `include: withPixels`, which took three statements). The TIMESTAMP(3) columns hold UTC, as Prisma
+ * writes them: read AT TIME ZONE 'UTC' so that the driver parses them right whatever the process's zone.
+ */
+const LINK_COLUMNS = `l."uniq", l."workspaceId", l."domain", l."slug", l."slugKey", l."url", l."title", l."description",
+  l."image", l."favicon", l."geolocations", l."linkRotator", l."folderId", l."showGDPR", l."tags", l."tagKeys", l."note",
+  l."deepLinkingEnable", l."linkScripts", l."linkScriptEnable", l."masking", l."expirationEnable",
+  l."expiresAt" AT TIME ZONE 'UTC' AS "expiresAt", l."expirationUrl", l."expirationTimezone", l."passwordEnable",
+  l."passwordHash", l."createdAt" AT TIME ZONE 'UTC' AS "createdAt", l."updatedAt" AT TIME ZONE 'UTC' AS "updatedAt"`
+const PIXELS_COLUMN = `(SELECT coalesce(json_agg(json_build_object('linkUniq', lp."linkUniq", 'pixelId', lp."pixelId",
+    'position', lp."position", 'pixel', json_build_object('id', p."id", 'workspaceId', p."workspaceId",
+    'platform', p."platform", 'value', p."value", 'title', p."title", 'createdAt', p."createdAt" AT TIME ZONE 'UTC'))
+    ORDER BY lp."position"), '[]') FROM "LinkPixel" lp JOIN "Pixel" p ON p."id" = lp."pixelId" WHERE lp."linkUniq" = l."uniq") AS "pixels"`
+/** A link without pixels has no LinkPixel rows to look at: the column is a constant. */
+const NO_PIXELS_COLUMN = `'[]'::json AS "pixels"`
+const LINK_SELECT = `SELECT ${LINK_COLUMNS}, ${PIXELS_COLUMN} FROM "Link" l`
+
+type LinkRow = Omit<StoredLink, 'pixels'> & {
+  pixels: { linkUniq: number; pixelId: string; position: number; pixel: Omit<StoredLink['pixels'][number]['pixel'], 'createdAt'> & { createdAt: string } }[]
 }
 
-export function findLinkBySlug(
-  prisma: PrismaClient,
+function toStoredLink(row: LinkRow): StoredLink {
+  return {
+    ...row,
+    // A column Prisma declares String[] but that the table lets be NULL: Prisma reads NULL as [].
+    tags: row.tags ?? [],
+    tagKeys: row.tagKeys ?? [],
+    pixels: row.pixels.map((entry) => ({ ...entry, pixel: { ...entry.pixel, createdAt: new Date(entry.pixel.createdAt) } })),
+  }
+}
+
+export async function findLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<StoredLink | null> {
+  const [row] = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."uniq" = $1 AND l."workspaceId" = $2`, [uniq, workspaceId])
+  return row ? toStoredLink(row) : null
+}
+
+export async function findLinkBySlug(
+  database: Database,
   workspaceId: number,
   domain: string,
   slug: string,
 ): Promise<StoredLink | null> {
-  return prisma.link.findFirst({ where: { domain, slugKey: slugKey(slug), workspaceId }, include: withPixels })
+  const [row] = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."domain" = $1 AND l."slugKey" = $2 AND l."workspaceId" = $3`, [
+    domain,
+    slugKey(slug),
+    workspaceId,
+  ])
+  return row ? toStoredLink(row) : null
+}
+
+const JSON_COLUMNS = new Set(['geolocations', 'linkRotator', 'linkScripts'])
+const TIMESTAMP_COLUMNS = new Set(['expiresAt', 'createdAt', 'updatedAt'])
+
+/**
+ * `columns()`'s values as SQL parameters: JSON as text cast to jsonb (the driver would send an array as a SQL
+ * array), instants as UTC text cast to TIMESTAMP(3) (as Prisma stores them), Prisma's DbNull as NULL.
+ */
+function sqlValues(data: Record<string, unknown>, params: unknown[]): { name: string; placeholder: string }[] {
+  return Object.entries(data).map(([name, value]) => {
+    let placeholder: string
+    if (JSON_COLUMNS.has(name)) {
+      params.push(value === Prisma.DbNull || value === null ? null : JSON.stringify(value))
+      placeholder = `$${params.length}::jsonb`
+    } else if (TIMESTAMP_COLUMNS.has(name)) {
+      params.push(value === null ? null : (value as Date).toISOString())
+      placeholder = `$${params.length}::timestamp(3)`
+    } else {
+      params.push(value)
+      placeholder = `$${params.length}`
+    }
+    return { name: `"${name}"`, placeholder }
+  })
+}
+
+/** A link without pixels and scripts: one INSERT … RETURNING, no transaction and nothing read again. */
+async function insertPlainLink(
+  database: Database,
+  link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
+): Promise<StoredLink> {
+  const now = new Date()
+  const data: Record<string, unknown> = {
+    ...columns(link.settings),
+    url: link.settings.url,
+    workspaceId: link.workspaceId,
+    domain: link.domain,
+    slug: link.slug,
+    slugKey: slugKey(link.slug),
+    createdAt: now,
+    updatedAt: now,
+  }
+  const params: unknown[] = []
+  const values = sqlValues(data, params)
+  const [row] = await database.sql<LinkRow>(
+    `INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
+     RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
+    params,
+  )
+  return toStoredLink(row)
+}
+
+/**
+ * An update that leaves pixels and scripts alone: one UPDATE … RETURNING, whose row lock orders concurrent
+ * writers as the transaction's SELECT … FOR NO KEY UPDATE did; updatedDate never goes back (GREATEST, evaluated
+ * on the row as it is once the lock is held). Null when the link was deleted meanwhile.
+ */
+async function updatePlainLink(database: Database, uniq: number, changes: Partial<LinkSettings>): Promise<StoredLink | null> {
+  const params: unknown[] = [uniq]
+  const values = sqlValues(columns(changes) as Record<string, unknown>, params)
+  params.push(new Date().toISOString())
+  const assignments = [...values.map((value) => `${value.name} = ${value.placeholder}`), `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`]
+  const [row] = await database.sql<LinkRow>(
+    `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}`,
+    params,
+  )
+  return row ? toStoredLink(row) : null
 }
 
 /** Column values for the settings present in `settings` (pixels are stored separately). */
@@ -118,10 +223,11 @@ async function lockScripts(tx: Transaction, workspaceId: number, scriptIds: numb
  * deleted since it was checked.
  */
 export async function insertLink(
-  prisma: PrismaClient,
+  database: Database,
   link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
 ): Promise<StoredLink> {
-  return inTransaction(prisma, async (tx) => {
+  if (link.settings.pixels.length === 0 && !link.settings.linkScripts?.length) return insertPlainLink(database, link)
+  return inTransaction(database.prisma, async (tx) => {
     const pixelIds = await resolvePixels(tx, link.workspaceId, link.settings.pixels)
     await lockScripts(tx, link.workspaceId, link.settings.linkScripts)
     return tx.link.create({
@@ -148,10 +254,14 @@ export async function insertLink(
  * its updatedDate only once it holds the lock: the stored updatedDate follows commit order.
  */
 export async function updateLink(
-  prisma: PrismaClient,
+  database: Database,
   link: StoredLink,
   changes: Partial<LinkSettings>,
 ): Promise<StoredLink | null> {
+  const prisma = database.prisma
+  if (changes.pixels === undefined && !changes.linkScripts?.length) {
+    return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => updatePlainLink(database, link.uniq, changes))
+  }
   return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => inTransaction(prisma, async (tx) => {
     const pixelIds = changes.pixels === undefined ? undefined : await resolvePixels(tx, link.workspaceId, changes.pixels)
     await lockScripts(tx, link.workspaceId, changes.linkScripts)
@@ -213,22 +323,29 @@ function likeLiteral(text: string): string {
 }
 
 /** Up to `take` links of the filter, newest first: uniq DESC, an order the primary key and (workspaceId, uniq DESC) give unsorted. */
-export function findLinksPage(prisma: PrismaClient, filter: LinkFilter, take: number): Promise<StoredLink[]> {
-  const where: Prisma.LinkWhereInput = { workspaceId: filter.workspaceId }
-  if (filter.beforeUniq !== undefined) where.uniq = { lt: filter.beforeUniq }
-  if (filter.domain !== undefined) where.domain = filter.domain
-  if (filter.folderId !== undefined) where.folderId = filter.folderId
-  if (filter.tagKeys?.length) where.tagKeys = { hasEvery: filter.tagKeys }
-  if (filter.createdFrom || filter.createdBefore) where.createdAt = { gte: filter.createdFrom, lt: filter.createdBefore }
-  if (filter.search) {
-    const contains = { contains: likeLiteral(filter.search), mode: 'insensitive' } as const
-    where.OR = [{ slug: contains }, { url: contains }, { title: contains }, { note: contains }]
+export async function findLinksPage(database: Database, filter: LinkFilter, take: number): Promise<StoredLink[]> {
+  const params: unknown[] = [filter.workspaceId]
+  const where = ['l."workspaceId" = $1']
+  const param = (value: unknown) => {
+    params.push(value)
+    return `$${params.length}`
   }
-  return prisma.link.findMany({ where, orderBy: { uniq: 'desc' }, take, include: withPixels })
+  if (filter.beforeUniq !== undefined) where.push(`l."uniq" < ${param(filter.beforeUniq)}`)
+  if (filter.domain !== undefined) where.push(`l."domain" = ${param(filter.domain)}`)
+  if (filter.folderId !== undefined) where.push(`l."folderId" = ${param(filter.folderId)}`)
+  if (filter.tagKeys?.length) where.push(`l."tagKeys" @> ${param(filter.tagKeys)}::text[]`)
+  if (filter.createdFrom) where.push(`l."createdAt" >= ${param(filter.createdFrom.toISOString())}::timestamp(3)`)
+  if (filter.createdBefore) where.push(`l."createdAt" < ${param(filter.createdBefore.toISOString())}::timestamp(3)`)
+  if (filter.search) {
+    const pattern = param(`%${likeLiteral(filter.search)}%`)
+    where.push(`(l."slug" ILIKE ${pattern} OR l."url" ILIKE ${pattern} OR l."title" ILIKE ${pattern} OR l."note" ILIKE ${pattern})`)
+  }
+  const rows = await database.sql<LinkRow>(`${LINK_SELECT} WHERE ${where.join(' AND ')} ORDER BY l."uniq" DESC LIMIT ${param(take)}`, params)
+  return rows.map(toStoredLink)
 }
 
 /** Deletes the link (its link–pixel rows cascade); false when it was already gone. */
-export async function deleteLinkByUniq(prisma: PrismaClient, workspaceId: number, uniq: number): Promise<boolean> {
-  const { count } = await prisma.link.deleteMany({ where: { uniq, workspaceId } })
-  return count > 0
+export async function deleteLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<boolean> {
+  const rows = await database.sql(`DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 RETURNING "uniq"`, [uniq, workspaceId])
+  return rows.length > 0
 }

@@ -2,7 +2,7 @@
 import type { CreateLinkRequest, LinkPatchBody, UpdateLinkRequest } from '../../schemas/link.js'
 import type { Config } from '../config/config.js'
 import { normalizeHost } from '../config/config.js'
-import type { PrismaClient } from '../db/database.js'
+import type { Database, PrismaClient } from '../db/database.js'
 import { isUniqueViolation, violatedForeignKey } from '../db/errors.js'
 import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
 import { changesNothing } from './unchanged.js'
@@ -15,6 +15,8 @@ import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
 export interface LinkServiceContext {
   prisma: PrismaClient
+  /** The same database, for the plain SQL of the hottest statements (link-repository.ts). */
+  database: Database
   config: Config
   autofill: Autofill
   /** Told of every link created, updated or deleted (the visitor side's cache forgets it). */
@@ -69,7 +71,7 @@ async function insertWithSlug(
 ): Promise<StoredLink> {
   if (slug !== undefined) {
     try {
-      return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug, settings })
+      return await insertLink(context.database, { workspaceId: caller.workspaceId, domain, slug, settings })
     } catch (error) {
       if (isUniqueViolation(error)) throw slugTaken(domain, slug)
       throw folderGone(error) ?? error
@@ -77,7 +79,7 @@ async function insertWithSlug(
   }
   for (let attempt = 1; ; attempt++) {
     try {
-      return await insertLink(context.prisma, { workspaceId: caller.workspaceId, domain, slug: generateSlug(), settings })
+      return await insertLink(context.database, { workspaceId: caller.workspaceId, domain, slug: generateSlug(), settings })
     } catch (error) {
       if (!isUniqueViolation(error) || attempt >= GENERATED_SLUG_ATTEMPTS) throw folderGone(error) ?? error
     }
@@ -102,11 +104,11 @@ export async function findLink(context: LinkServiceContext, caller: Caller, loca
     // The route's schema keeps ids within the column's range; beyond it asking the database would be an
     // error, not a miss, so a caller that skipped the schema still gets a 404.
     if (Number.isSafeInteger(uniq) && uniq >= 1 && uniq <= 2_147_483_647) {
-      link = await findLinkByUniq(context.prisma, caller.workspaceId, uniq)
+      link = await findLinkByUniq(context.database, caller.workspaceId, uniq)
     }
   } else {
     const domain = normalizeHost(locator.domain)
-    if (domain) link = await findLinkBySlug(context.prisma, caller.workspaceId, domain, locator.slug)
+    if (domain) link = await findLinkBySlug(context.database, caller.workspaceId, domain, locator.slug)
   }
   if (!link) throw notFound()
   return link
@@ -146,7 +148,7 @@ export async function updateLinkFields(
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(merged.url, merged)
   let updated: StoredLink | null
   try {
-    updated = await updateLink(context.prisma, link, { ...changes, ...autofill.filled })
+    updated = await updateLink(context.database, link, { ...changes, ...autofill.filled })
   } catch (error) {
     throw folderGone(error) ?? error
   }
