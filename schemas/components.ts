@@ -7,6 +7,7 @@
 import type { TSchema } from '@sinclair/typebox'
 import { FolderList, FolderRecord } from './folder.js'
 import { LinkList } from './link-list.js'
+import { BulkCreateResult } from './link-bulk.js'
 import { Geolocation, LinkExpirationInput, LinkInput, LinkPatch, LinkRecord, PasswordProtectInput, PixelInput, RotatorEntry } from './link.js'
 import { Pixel, PixelList } from './pixel.js'
 import { FieldError, Problem } from './problem.js'
@@ -26,6 +27,7 @@ export const COMPONENT_SCHEMAS: (TSchema & { $id: string })[] = [
   PasswordProtectInput,
   // What the API answers.
   LinkRecord,
+  BulkCreateResult,
   LinkList,
   FolderRecord,
   FolderList,

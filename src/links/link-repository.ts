@@ -114,6 +114,54 @@ async function insertPlainLink(
   return toStoredLink(row)
 }
 
+/** Whether a link can be stored by insertPlainLinks: no pixels and no scripts to lock first. */
+export const isPlainLink = (settings: LinkSettings) => settings.pixels.length === 0 && !settings.linkScripts?.length
+
+/**
+ * Links without pixels or scripts in one multi-row INSERT … ON CONFLICT DO NOTHING: each link's stored row in
+ * the order given, or null where its slug was taken (by a stored link or by an earlier one of the batch). Throws
+ * as the single INSERT does (a folder deleted meanwhile fails the whole statement: the caller stores them one by one).
+ */
+export async function insertPlainLinks(
+  database: Database,
+  links: { workspaceId: number; domain: string; slug: string; settings: LinkSettings }[],
+): Promise<(StoredLink | null)[]> {
+  if (links.length === 0) return []
+  const now = new Date()
+  const params: unknown[] = []
+  let names: string[] = []
+  const tuples = links.map((link) => {
+    const data: Record<string, unknown> = {
+      ...columns(link.settings),
+      url: link.settings.url,
+      workspaceId: link.workspaceId,
+      domain: link.domain,
+      slug: link.slug,
+      slugKey: slugKey(link.slug),
+      createdAt: now,
+      updatedAt: now,
+    }
+    if (names.length === 0) names = Object.keys(data)
+    // Every link has the same columns (full settings); the first one's order is the statement's.
+    const values = sqlValues(Object.fromEntries(names.map((name) => [name, data[name] ?? null])), params)
+    return `(${values.map((value) => value.placeholder).join(', ')})`
+  })
+  const rows = await database.sql<LinkRow>(
+    `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
+     ON CONFLICT DO NOTHING RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
+    params,
+  )
+  const byKey = new Map(rows.map((row) => [`${row.domain}\u0000${row.slugKey}`, row]))
+  return links.map((link) => {
+    const key = `${link.domain}\u0000${slugKey(link.slug)}`
+    const row = byKey.get(key)
+    // The first link of the batch with this slug has the row; the others were refused by the unique key.
+    if (!row) return null
+    byKey.delete(key)
+    return toStoredLink(row)
+  })
+}
+
 /**
  * An update that leaves pixels and scripts alone: one UPDATE … RETURNING, whose row lock orders concurrent
  * writers as the transaction's SELECT … FOR NO KEY UPDATE did; updatedDate never goes back (GREATEST, evaluated
@@ -226,7 +274,7 @@ export async function insertLink(
   database: Database,
   link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
 ): Promise<StoredLink> {
-  if (link.settings.pixels.length === 0 && !link.settings.linkScripts?.length) return insertPlainLink(database, link)
+  if (isPlainLink(link.settings)) return insertPlainLink(database, link)
   return inTransaction(database.prisma, async (tx) => {
     const pixelIds = await resolvePixels(tx, link.workspaceId, link.settings.pixels)
     await lockScripts(tx, link.workspaceId, link.settings.linkScripts)

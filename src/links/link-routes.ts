@@ -12,6 +12,9 @@ import {
 import { requireJsonBody } from '../plugins/json-body.js'
 import { AUTOFILL_HEADER, problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
+import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
+import { compileBodyValidator } from '../plugins/validation.js'
+import { createLinks } from './link-bulk.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 
 export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
@@ -59,6 +62,47 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request))
       reportAutofill(request, reply, link.url, autofill)
       return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link, 0))
+    },
+  )
+
+  // The body's envelope is checked here (1 to 100 links, autofill a boolean); each link is checked on its own
+  // by createLinks, so that a bad one is answered in its place instead of failing the request.
+  const bulkEnvelope = compileBodyValidator(
+    Type.Object({ links: Type.Array(Type.Unknown(), { minItems: 1, maxItems: BulkCreateBody.properties.links.maxItems }), autofill: Type.Optional(Type.Boolean()) }),
+  )
+  api.post(
+    '/v1/links/bulk',
+    {
+      onRequest,
+      onSend: app.quotas.routeHooks('create').onSend,
+      validatorCompiler: ({ httpPart }) => (httpPart === 'body' ? bulkEnvelope : () => true),
+      schema: {
+        operationId: 'createLinks',
+        summary: 'Create up to 100 short links at once',
+        description:
+          'Creates each link of `links` as createLink would, and answers 200 with one result per link, in order: ' +
+          '`{status: 201, link}` or `{status, problem}` (field errors named `/links/<index>/<field>`). A failing ' +
+          'link never fails the others. Each created link counts against the create quota; a batch larger than ' +
+          'what is left creates the links that fit and answers `rate_limited` (429) for the rest. The request ' +
+          'itself fails only when it cannot be read (400 for a body that is not 1 to 100 links, 401, 413, 415), is refused ' +
+          '(429 after too many bad tokens) or ' +
+          'the service cannot serve it (500, 503).',
+        tags: ['links'],
+        security,
+        body: BulkCreateBody,
+        response: withQuotaHeaders({
+          200: successResponse('The result of each link, in the order of the request', BulkCreateResult),
+          ...problemResponses(400, 401, 413, 415, 429, 500, 503),
+        }),
+      },
+    },
+    async (request) => {
+      const results = await createLinks(options.links, request.caller, request.body, (count) =>
+        app.quotas.reserveMany(request, 'create', count),
+      )
+      return {
+        results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, 0) } : result)),
+      }
     },
   )
 

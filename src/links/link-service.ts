@@ -62,7 +62,7 @@ export async function createLink(
 }
 
 /** Stores the link at `slug`, or at a fresh random slug when none is given. */
-async function insertWithSlug(
+export async function insertWithSlug(
   context: LinkServiceContext,
   caller: Caller,
   domain: string,
@@ -91,7 +91,7 @@ async function insertWithSlug(
  * stored: the same 400 as for a folder the workspace never had. (Pixels and scripts are locked by the write
  * itself, see link-repository.ts; a folder is guarded by its foreign key.)
  */
-function folderGone(error: unknown) {
+export function folderGone(error: unknown) {
   return violatedForeignKey(error) === 'Link_folderId_fkey' ? fieldError('/link/folderId', 'is not a folder of this workspace') : undefined
 }
 

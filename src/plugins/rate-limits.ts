@@ -63,6 +63,20 @@ export interface Quotas {
    * stores anything; every success path must pass through it.
    */
   admit(request: FastifyRequest): Promise<void>
+  /**
+   * Bulk create: up to `count` slots, each one atomic reservation as a single create takes, sent together (in
+   * order, so the first `granted` are the ones that fit); `refused` is the error for the rest (429, or 503 under
+   * RATE_LIMIT_ON_REDIS_ERROR=deny). `settle(used)` gives back every slot beyond the `used` ones that produced a
+   * link and leaves the quota headers to the route's onSend hook.
+   */
+  reserveMany(request: FastifyRequest, operation: QuotaOperation, count: number): Promise<BulkReservation>
+}
+
+export interface BulkReservation {
+  granted: number
+  refused?: Error
+  /** `used`: how many of the granted slots produced a link (the rest are given back). */
+  settle(used: number): Promise<void>
 }
 
 /** Where a request stands with the quota: what it reserved, or why nothing is known. */
@@ -91,7 +105,12 @@ export default fp(
     const settings = options.rateLimits ?? {}
     const policy = config.rateLimitOnRedisError
     if (settings.enabled === false) {
-      app.decorate('quotas', { storeKind: 'off', routeHooks: () => ({}), admit: async () => {} })
+      app.decorate('quotas', {
+        storeKind: 'off',
+        routeHooks: () => ({}),
+        admit: async () => {},
+        reserveMany: async (_request: FastifyRequest, _operation: QuotaOperation, count: number) => ({ granted: count, settle: async () => {} }),
+      })
       return
     }
 
@@ -251,7 +270,45 @@ export default fp(
       return { preHandler: startReservation, onSend: settle }
     }
 
-    app.decorate('quotas', { storeKind, routeHooks, admit })
+    async function reserveMany(request: FastifyRequest, operation: QuotaOperation, count: number): Promise<BulkReservation> {
+      request.quotaOperation = operation
+      const limits = await limitsOf(request.caller.workspaceId)
+      const subject = subjectOf(request)
+      let decisions: QuotaDecision[]
+      try {
+        decisions = await Promise.all(Array.from({ length: count }, () => store.reserve(subject, limits, now())))
+        storeAnswered(request)
+      } catch (error) {
+        storeFailed(request, error)
+        request.quotaState = { storeFailed: true }
+        if (policy === 'deny') return { granted: 0, refused: unavailable('rate-limit store'), settle: async () => {} }
+        return { granted: count, settle: async () => {} }
+      }
+      const firstRefused = decisions.findIndex((decision) => !decision.allowed)
+      const granted = firstRefused < 0 ? count : firstRefused
+      let refused: Error | undefined
+      if (firstRefused >= 0) {
+        const full = exhaustedWindow(decisions[firstRefused])
+        refused = quotaExceeded(operation, full, full.resetSeconds)
+      }
+      // The latest decision stands for the quota headers; a slot taken after a refusal (one freed meanwhile) goes back.
+      let latest = decisions[decisions.length - 1]
+      const settle = async (used: number) => {
+        const extra = decisions.slice(used).filter((decision) => decision.taken)
+        for (const decision of extra) {
+          try {
+            await store.refund(decision.taken!)
+            latest = { ...latest, windows: afterRefund(latest.windows) }
+          } catch (error) {
+            storeFailed(request, error)
+          }
+        }
+        request.quotaState = { decision: { ...latest, taken: undefined } }
+      }
+      return { granted, refused, settle }
+    }
+
+    app.decorate('quotas', { storeKind, routeHooks, admit, reserveMany })
   },
   { name: 'rate-limits', dependencies: ['database', 'auth', 'redis'] },
 )

@@ -25,6 +25,7 @@ const LINK_RECORD_REF = '#/components/schemas/LinkRecord'
  */
 const EXPECTED_STATUSES: Record<string, number[]> = {
   createLink: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
+  createLinks: [200, 400, 401, 413, 415, 429, 500, 503],
   updateLink: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   updateLinkByDomain: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   getLink: [200, 400, 401, 404, 414, 429, 500, 503],
@@ -56,6 +57,7 @@ const EXPECTED_STATUSES: Record<string, number[]> = {
 /** The shared schema each operation's success answers with; null for a 204 without a body. */
 const SUCCESS_SCHEMAS: Record<string, string | null> = {
   createLink: 'LinkRecord',
+  createLinks: 'BulkCreateResult',
   updateLink: 'LinkRecord',
   updateLinkByDomain: 'LinkRecord',
   getLink: 'LinkRecord',

@@ -1,0 +1,147 @@
+/**
+ * POST /v1/links/bulk: up to MAX_BULK_LINKS creates in one request. Each link goes through the create's own
+ * rules (schema, field rules, domain, slug) on its own, and its result takes its place in the answer: the stored
+ * link, or the problem a single create would have answered, its field errors named `/links/<index>/<field>`.
+ *
+ * Quota: each link that is created counts as one create. The slots are reserved once the links are checked,
+ * all together and in order (src/plugins/rate-limits.ts reserveMany), so a batch larger than what is left
+ * creates the links that fit and answers rate_limited for the rest; the slots of links that then fail (a slug
+ * taken) are given back.
+ *
+ * Storage: the links without pixels or scripts in one multi-row INSERT (a taken generated slug is drawn again
+ * one by one), the others one by one as a single create stores them.
+ */
+import type { ValidateFunction } from 'ajv'
+import { Type } from '@sinclair/typebox'
+import type { LinkInputBody } from '../../schemas/link.js'
+import { LinkInput } from '../../schemas/link.js'
+import type { ProblemBody } from '../../schemas/problem.js'
+import type { BulkCreateRequest } from '../../schemas/link-bulk.js'
+import { AppError, slugReserved, slugTaken, validationFailed } from '../errors/app-error.js'
+import type { Caller } from '../plugins/auth.js'
+import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
+import type { BulkReservation } from '../plugins/rate-limits.js'
+import { resolveLinkDomain } from './domains.js'
+import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
+import { insertPlainLinks, isPlainLink, type StoredLink } from './link-repository.js'
+import { folderGone, insertWithSlug, type LinkServiceContext } from './link-service.js'
+import { generateSlug, isReservedSlug } from './slug.js'
+
+/** What the create's schema checks of `link`, for one link of the batch at a time. */
+let validateOne: ValidateFunction | undefined
+const linkValidator = () => (validateOne ??= compileBodyValidator(Type.Object({ link: Type.Ref(LinkInput) })))
+
+/** Autofill fetches under way at once for one request. */
+const AUTOFILL_CONCURRENCY = 8
+
+export type BulkItemResult = { status: 201; link: StoredLink } | { status: number; problem: ProblemBody }
+
+/** The problem of one link, its field paths moved from /link/… to /links/<index>/…. */
+function itemProblem(error: AppError, index: number): { status: number; problem: ProblemBody } {
+  const problem = error.toProblem()
+  // The detail names fields without the leading slash: "link/url must be …; link/tags/3 …".
+  const move = (text: string) => text.replace(/(^|; )link(?=\/| )/g, `$1links/${index}`)
+  return {
+    status: error.status,
+    problem: {
+      ...problem,
+      detail: move(problem.detail),
+      ...(problem.errors ? { errors: problem.errors.map((field) => ({ ...field, path: field.path.replace(/^\/link(?=\/|$)/, `/links/${index}`) })) } : {}),
+    },
+  }
+}
+
+interface Prepared {
+  index: number
+  link: LinkInputBody
+  domain: string
+  settings: LinkSettings
+}
+
+export async function createLinks(
+  context: LinkServiceContext,
+  caller: Caller,
+  request: BulkCreateRequest,
+  reserve: (count: number) => Promise<BulkReservation>,
+): Promise<BulkItemResult[]> {
+  const results: BulkItemResult[] = new Array(request.links.length)
+  const fail = (index: number, error: unknown) => {
+    if (!(error instanceof AppError)) throw error
+    results[index] = itemProblem(error, index)
+  }
+
+  // Each link checked as a single create checks it, all at once (their reads share the pool).
+  const checked = await Promise.all(
+    request.links.map(async (link, index): Promise<Prepared | undefined> => {
+      try {
+        const body = { link }
+        const validate = linkValidator()
+        if (!validate(body)) throw validationFailed(fieldErrors(validate.errors ?? []))
+        const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
+        const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
+        if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
+        return { index, link, domain, settings: { ...DEFAULT_SETTINGS, ...parsed, url: link.url } }
+      } catch (error) {
+        fail(index, error)
+        return undefined
+      }
+    }),
+  )
+  const valid = checked.filter((item): item is Prepared => item !== undefined)
+  if (valid.length === 0) return results
+
+  const reservation = await reserve(valid.length)
+  const admitted = valid.slice(0, reservation.granted)
+  for (const item of valid.slice(reservation.granted)) fail(item.index, reservation.refused)
+
+  let created = 0
+  try {
+    // Outside any transaction, a few at a time: each fetch may take the whole AUTOFILL_TIMEOUT_MS.
+    if (request.autofill !== false) {
+      for (let start = 0; start < admitted.length; start += AUTOFILL_CONCURRENCY) {
+        await Promise.all(
+          admitted.slice(start, start + AUTOFILL_CONCURRENCY).map(async (item) => {
+            const autofill = await context.autofill.fill(item.settings.url, item.settings)
+            Object.assign(item.settings, autofill.filled)
+          }),
+        )
+      }
+    }
+    const store = async (item: Prepared) => {
+      try {
+        results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings) }
+        created++
+      } catch (error) {
+        fail(item.index, error)
+      }
+    }
+    const plain = admitted.filter((item) => isPlainLink(item.settings))
+    let stored: (StoredLink | null)[] | undefined
+    try {
+      stored = await insertPlainLinks(
+        context.database,
+        plain.map((item) => ({ workspaceId: caller.workspaceId, domain: item.domain, slug: item.link.id ?? generateSlug(), settings: item.settings })),
+      )
+    } catch (error) {
+      // A folder deleted meanwhile fails the whole statement: one by one, only its links get the 400.
+      if (!folderGone(error)) throw error
+    }
+    for (const [position, item] of plain.entries()) {
+      const link = stored?.[position]
+      if (link) {
+        results[item.index] = { status: 201, link }
+        created++
+      } else if (stored && item.link.id !== undefined) {
+        fail(item.index, slugTaken(item.domain, item.link.id))
+      } else {
+        // A generated slug that was taken (or the batch that failed): stored the way a single create stores it.
+        await store(item)
+      }
+    }
+    for (const item of admitted.filter((item) => !isPlainLink(item.settings))) await store(item)
+  } finally {
+    await reservation.settle(created)
+  }
+  for (const result of results) if (result.status === 201 && 'link' in result) context.onChange?.(result.link)
+  return results
+}

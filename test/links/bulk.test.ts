@@ -1,0 +1,93 @@
+/** POST /v1/links/bulk: one result per link in order, per-link problems, the create quota per link. */
+import t from 'tap'
+import { setLimits } from '../../src/workspaces/workspace-repository.js'
+import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
+
+const { app, prisma } = await buildTestApp(t)
+
+const bulk = (token: string, body: unknown) =>
+  app.inject({
+    method: 'POST',
+    url: '/v1/links/bulk',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    payload: JSON.stringify(body),
+  })
+
+t.test('each link is created under the create rules, its result in its place; one bad link fails no other', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulk1', defaultDomain: 'go.bulk1.test' })
+  const response = await bulk(token, {
+    autofill: false,
+    links: [
+      { url: 'https://example.com/a', id: 'first', tags: 'x, y' },
+      { url: 'javascript:alert(1)', title: 5 },
+      { url: 'https://example.com/c', id: 'first' },
+      { url: 'https://example.com/d', pixels: [{ platform: 'facebook', value: '42' }] },
+      { url: 'https://example.com/e', domain: 'elsewhere.test' },
+      'not a link',
+      { url: 'https://go.bulk1.test/loop' },
+      { url: 'https://example.com/h' },
+    ],
+  })
+  t.equal(response.statusCode, 200)
+  t.ok(response.headers['ratelimit-policy'], 'the quota headers, as on a create')
+  const { results } = json(response)
+  t.equal(results.length, 8)
+  t.match(results[0], { status: 201, link: { id: 'first', domain: 'go.bulk1.test', tags: ['x', 'y'], url: 'https://example.com/a' } })
+  t.match(results[1], { status: 400, problem: { code: 'validation_failed', status: 400 } })
+  const paths = results[1].problem.errors.map((error: { path: string }) => error.path).sort()
+  t.same(paths, ['/links/1/title', '/links/1/url'], 'field errors named by the link\'s place')
+  t.match(results[1].problem.detail, /^links\/1\//)
+  t.match(results[2], { status: 409, problem: { code: 'slug_taken' } }, 'a slug taken by an earlier link of the batch')
+  t.match(results[3], { status: 201, link: { pixels: [{ platform: 'facebook', value: '42' }] } })
+  t.match(results[4], { status: 403, problem: { code: 'domain_not_allowed' } })
+  t.match(results[5], { status: 400, problem: { errors: [{ path: '/links/5' }] } })
+  t.match(results[6], { status: 400, problem: { code: 'redirect_loop', errors: [{ path: '/links/6/url' }] } })
+  t.match(results[7], { status: 201, link: { domain: 'go.bulk1.test', id: /^[a-z0-9]{7}$/ } })
+  const created = [results[0], results[3], results[7]].map((result) => result.link.uniq)
+  // Links without pixels or scripts are stored together, in the order given; the others one by one after them.
+  t.ok(created[0] < created[2], 'plain links stored in the order given')
+
+  const stored = await prisma.link.findMany({ where: { workspace: { name: 'bulk1' } }, orderBy: { uniq: 'asc' } })
+  t.same(stored.map((link) => link.url).sort(), ['https://example.com/a', 'https://example.com/d', 'https://example.com/h'])
+  const read = await app.inject({ method: 'GET', url: `/v1/links/${created[0]}`, headers: { 'api-authorization': token } })
+  t.same(json(read), { ...results[0].link }, 'the record answered is the one stored')
+})
+
+t.test('the body must hold 1 to 100 links', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulk2' })
+  for (const body of [{ links: [] }, { links: Array.from({ length: 101 }, () => ({ url: 'https://example.com/' })) }, { link: {} }]) {
+    const response = await bulk(token, body)
+    t.equal(response.statusCode, 400)
+    t.match(json(response), { code: 'validation_failed' })
+  }
+  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk2' } } }), 0)
+})
+
+t.test('each created link counts against the create quota; what does not fit is rate_limited', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulk3', defaultDomain: 'go.bulk3.test' })
+  await setLimits(prisma, { workspace: 'bulk3', hour: 4 })
+  const first = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/1', id: 'taken' }] })
+  t.equal(json(first).results[0].status, 201)
+  const response = await bulk(token, {
+    autofill: false,
+    links: [
+      { url: 'https://example.com/2' },
+      { url: 'https://example.com/3', id: 'taken' },
+      { url: 'nope' },
+      { url: 'https://example.com/4' },
+      { url: 'https://example.com/5' },
+      { url: 'https://example.com/6' },
+    ],
+  })
+  t.equal(response.statusCode, 200)
+  const statuses = json(response).results.map((result: { status: number }) => result.status)
+  // 3 slots left: links 0, 1 (409, slot given back) and 3 take them; 4 fits in the slot given back? No: slots are
+  // reserved before storing, in order, so 4 and 5 are refused; the slot of the 409 is given back afterwards.
+  t.same(statuses, [201, 409, 400, 201, 429, 429])
+  t.match(json(response).results[4].problem, { code: 'rate_limited', status: 429 })
+  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk3' } } }), 3)
+  t.match(response.headers['x-ratelimit-remaining'], '1', 'the slot of the 409 given back')
+  const last = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/7' }, { url: 'https://example.com/8' }] })
+  t.same(json(last).results.map((result: { status: number }) => result.status), [201, 429])
+  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk3' } } }), 4, 'never more than the quota')
+})
