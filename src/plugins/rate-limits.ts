@@ -274,9 +274,23 @@ export default fp(
       request.quotaOperation = operation
       const limits = await limitsOf(request.caller.workspaceId)
       const subject = subjectOf(request)
-      let decisions: QuotaDecision[]
+      // One atomic call for the whole batch when the store can (Redis); otherwise one reservation per slot, in order.
+      let granted: number
+      let latest: QuotaDecision
+      let buckets: number[] | undefined
       try {
-        decisions = await Promise.all(Array.from({ length: count }, () => store.reserve(subject, limits, now())))
+        if (store.reserveMany) {
+          ;({ granted, decision: latest } = await store.reserveMany(subject, limits, now(), count))
+          buckets = latest.taken?.buckets
+        } else {
+          granted = 0
+          latest = await store.reserve(subject, limits, now())
+          buckets = latest.taken?.buckets
+          while (latest.allowed && ++granted < count) {
+            latest = await store.reserve(subject, limits, now())
+            buckets = latest.taken?.buckets ?? buckets
+          }
+        }
         storeAnswered(request)
       } catch (error) {
         storeFailed(request, error)
@@ -284,23 +298,20 @@ export default fp(
         if (policy === 'deny') return { granted: 0, refused: unavailable('rate-limit store'), settle: async () => {} }
         return { granted: count, settle: async () => {} }
       }
-      const firstRefused = decisions.findIndex((decision) => !decision.allowed)
-      const granted = firstRefused < 0 ? count : firstRefused
       let refused: Error | undefined
-      if (firstRefused >= 0) {
-        const full = exhaustedWindow(decisions[firstRefused])
+      if (granted < count) {
+        const full = exhaustedWindow(latest)
         refused = quotaExceeded(operation, full, full.resetSeconds)
       }
-      // The latest decision stands for the quota headers; a slot taken after a refusal (one freed meanwhile) goes back.
-      let latest = decisions[decisions.length - 1]
+      // The slots were counted in the same buckets (or, taken one by one, about the same): one refund gives one back.
       const settle = async (used: number) => {
-        const extra = decisions.slice(used).filter((decision) => decision.taken)
-        for (const decision of extra) {
+        for (let slot = used; slot < granted && buckets; slot++) {
           try {
-            await store.refund(decision.taken!)
+            await store.refund({ subject, buckets })
             latest = { ...latest, windows: afterRefund(latest.windows) }
           } catch (error) {
             storeFailed(request, error)
+            break
           }
         }
         request.quotaState = { decision: { ...latest, taken: undefined } }

@@ -65,6 +65,11 @@ export interface QuotaDecision {
 export interface QuotaStore {
   /** Checks both windows and, when both have room, takes one slot in each, atomically. */
   reserve(subject: QuotaSubject, limits: QuotaLimits, now: number): Promise<QuotaDecision>
+  /**
+   * Up to `count` slots in one atomic call, as many as both windows have room for (bulk create); the decision
+   * is the one after taking them (allowed when at least one was). Stores without it take slots one by one.
+   */
+  reserveMany?(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number): Promise<{ decision: QuotaDecision; granted: number }>
   /** Where the windows stand, taking nothing. */
   peek(subject: QuotaSubject, limits: QuotaLimits, now: number): Promise<QuotaDecision>
   /** Gives back what a reservation took (the buckets that have stopped counting already are left alone). */

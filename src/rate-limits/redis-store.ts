@@ -47,18 +47,27 @@ export class RedisQuotaStore implements QuotaStore {
     return QUOTA_WINDOWS.map((window) => `${base}:${window.name}`)
   }
 
-  private async run(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean): Promise<QuotaDecision> {
+  private async run(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean, count = 1): Promise<QuotaDecision> {
+    return (await this.runMany(subject, limits, now, take, count)).decision
+  }
+
+  private async runMany(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean, count: number) {
     const args: (string | number)[] = [...this.keys(subject), Math.floor(now), take ? '1' : '0']
     for (const window of QUOTA_WINDOWS) {
       args.push(limitOf(limits, window), window.bucketSeconds * 1000, pastBuckets(window))
     }
+    if (count !== 1) args.push(count)
     const reply = await this.guard(this.scripts.quotaReserve(...args))
     const counts = QUOTA_WINDOWS.map((_, i) => ({
       bucket: Number(reply[1 + i * 3]),
       used: Number(reply[2 + i * 3]),
       freeAt: Number(reply[3 + i * 3]),
     }))
-    return toDecision(subject, limits, now, reply[0] === 1, counts)
+    return { decision: toDecision(subject, limits, now, reply[0] >= 1, counts), granted: Number(reply[0]) }
+  }
+
+  reserveMany(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number) {
+    return this.runMany(subject, limits, now, true, count)
   }
 
   private guard<T>(promise: Promise<T>): Promise<T> {

@@ -74,34 +74,37 @@ end
 /**
  * KEYS: the hour hash, the day hash (one hash tag: one Cluster slot).
  * ARGV: now (ms), take ('1' takes a slot when both windows have room, '0' only looks), then for the hour
- * and the day: limit, bucket length (ms), buckets counted besides the current one.
- * Returns: allowed (1/0), then per window: bucket index, count, free-at (ms).
+ * and the day: limit, bucket length (ms), buckets counted besides the current one; then, optionally, how many
+ * slots to take (default 1: a bulk create takes as many as fit, up to that many, in one call).
+ * Returns: the slots taken (1/0 for a single one: allowed), then per window: bucket index, count, free-at (ms).
  */
 export const RESERVE_SCRIPT = `${SHARED}
 local now = tonumber(ARGV[1])
-local take = ARGV[2] == '1'
+local taking = 0
+if ARGV[2] == '1' then taking = tonumber(ARGV[9]) or 1 end
 local windows = {}
-local allowed = take
 for i = 1, 2 do
   local w = { key = KEYS[i], limit = tonumber(ARGV[i * 3]), bucketMs = tonumber(ARGV[i * 3 + 1]), n = tonumber(ARGV[i * 3 + 2]) }
   w.current = math.floor(now / w.bucketMs)
   w.total, w.low = prune(w.key, w.current, w.n)
-  if w.total >= w.limit then allowed = false end
+  taking = math.min(taking, w.limit - w.total)
   windows[i] = w
 end
-local result = { allowed and 1 or 0 }
+if taking < 0 then taking = 0 end
+local allowed = taking >= 1
+local result = { taking }
 for i = 1, 2 do
   local w = windows[i]
   if allowed then
-    redis.call('HINCRBY', w.key, field(w.current), 1)
-    redis.call('HINCRBY', w.key, 't', 1)
+    redis.call('HINCRBY', w.key, field(w.current), taking)
+    redis.call('HINCRBY', w.key, 't', taking)
     if w.total == 0 or w.current < w.low then
       w.low = math.min(w.low, w.current)
       redis.call('HSET', w.key, 'o', field(w.low))
     end
     -- Kept until the last bucket stops counting (window + one bucket), plus one bucket of margin.
     redis.call('PEXPIRE', w.key, (w.n + 2) * w.bucketMs)
-    w.total = w.total + 1
+    w.total = w.total + taking
   end
   result[#result + 1] = w.current
   result[#result + 1] = w.total

@@ -1,12 +1,20 @@
 /** POST /v1/links/bulk: one result per link in order, per-link problems, the create quota per link. */
 import t from 'tap'
+import { randomBytes } from 'node:crypto'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
 
-const { app, prisma } = await buildTestApp(t)
+const { app, prisma, database } = await buildTestApp(t)
 
-const bulk = (token: string, body: unknown) =>
-  app.inject({
+// The same app with its quotas in Redis: a batch's slots are taken in one atomic call there.
+const { app: redisApp } = await buildTestApp(t, {
+  database,
+  env: { REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379' },
+  rateLimits: { keyPrefix: `test-${randomBytes(4).toString('hex')}:` },
+})
+
+const bulk = (token: string, body: unknown, target = app) =>
+  target.inject({
     method: 'POST',
     url: '/v1/links/bulk',
     headers: { 'api-authorization': token, 'content-type': 'application/json' },
@@ -63,10 +71,11 @@ t.test('the body must hold 1 to 100 links', async (t) => {
   t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk2' } } }), 0)
 })
 
-t.test('each created link counts against the create quota; what does not fit is rate_limited', async (t) => {
-  const token = await createWorkspaceToken(prisma, { workspace: 'bulk3', defaultDomain: 'go.bulk3.test' })
-  await setLimits(prisma, { workspace: 'bulk3', hour: 4 })
-  const first = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/1', id: 'taken' }] })
+for (const [store, target] of [['memory', app], ['redis', redisApp]] as const) {
+t.test(`each created link counts against the create quota; what does not fit is rate_limited (${store} store)`, async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: `bulk3${store}`, defaultDomain: `go.bulk3${store}.test` })
+  await setLimits(prisma, { workspace: `bulk3${store}`, hour: 4 })
+  const first = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/1', id: 'taken' }] }, target)
   t.equal(json(first).results[0].status, 201)
   const response = await bulk(token, {
     autofill: false,
@@ -78,16 +87,17 @@ t.test('each created link counts against the create quota; what does not fit is 
       { url: 'https://example.com/5' },
       { url: 'https://example.com/6' },
     ],
-  })
+  }, target)
   t.equal(response.statusCode, 200)
   const statuses = json(response).results.map((result: { status: number }) => result.status)
-  // 3 slots left: links 0, 1 (409, slot given back) and 3 take them; 4 fits in the slot given back? No: slots are
-  // reserved before storing, in order, so 4 and 5 are refused; the slot of the 409 is given back afterwards.
+  // 3 slots left for the 5 valid links: 0, 1 and 3 get them (in order), 4 and 5 are refused before anything is
+  // stored; 1 then fails (409) and its slot is given back.
   t.same(statuses, [201, 409, 400, 201, 429, 429])
   t.match(json(response).results[4].problem, { code: 'rate_limited', status: 429 })
-  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk3' } } }), 3)
+  t.equal(await prisma.link.count({ where: { workspace: { name: `bulk3${store}` } } }), 3)
   t.match(response.headers['x-ratelimit-remaining'], '1', 'the slot of the 409 given back')
-  const last = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/7' }, { url: 'https://example.com/8' }] })
+  const last = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/7' }, { url: 'https://example.com/8' }] }, target)
   t.same(json(last).results.map((result: { status: number }) => result.status), [201, 429])
-  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk3' } } }), 4, 'never more than the quota')
+  t.equal(await prisma.link.count({ where: { workspace: { name: `bulk3${store}` } } }), 4, 'never more than the quota')
 })
+}
