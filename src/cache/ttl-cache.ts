@@ -70,25 +70,39 @@ export class TtlCache<K, V> {
    */
   async getMany(keys: K[], load: (missing: K[]) => Promise<Map<K, V>>): Promise<Map<K, V>> {
     const values = new Map<K, V>()
+    const waiting: [K, Promise<V>][] = []
     const missing: K[] = []
     for (const key of keys) {
       const value = this.peek(key)
-      if (value === undefined) missing.push(key)
-      else values.set(key, value)
+      if (value !== undefined) values.set(key, value)
+      else if (this.pending.has(key)) waiting.push([key, this.pending.get(key)!])
+      else missing.push(key)
     }
-    if (missing.length === 0) return values
-    const time = this.now()
-    const generation = this.seenGeneration
-    const loaded = await load(missing)
-    const current = generation === (this.options.generation?.() ?? 0)
-    for (const key of missing) {
-      const value = loaded.get(key) as V
-      values.set(key, value)
-      if (!current) continue
-      this.entries.delete(key)
-      if (this.entries.size >= this.options.maxEntries) this.entries.delete(this.entries.keys().next().value!)
-      this.entries.set(key, { value, readAt: time })
+    if (missing.length > 0) {
+      // One read for the keys nobody is reading yet; concurrent callers wait for it (no stampede at expiry).
+      const time = this.now()
+      const generation = this.seenGeneration
+      const loading = load(missing)
+      for (const key of missing) {
+        const one = loading.then((loaded) => loaded.get(key) as V)
+        one.catch(() => {})
+        this.pending.set(key, one)
+        waiting.push([key, one])
+      }
+      try {
+        const loaded = await loading
+        const current = generation === (this.options.generation?.() ?? 0)
+        for (const key of missing) {
+          this.entries.delete(key)
+          if (!current) continue
+          if (this.entries.size >= this.options.maxEntries) this.entries.delete(this.entries.keys().next().value!)
+          this.entries.set(key, { value: loaded.get(key) as V, readAt: time })
+        }
+      } finally {
+        for (const key of missing) this.pending.delete(key)
+      }
     }
+    for (const [key, promise] of waiting) values.set(key, await promise)
     return values
   }
 
