@@ -49,7 +49,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
     },
     async (request) => {
       const page = await listLinks(options.links, request.caller, request.query)
-      return { links: await linkRecords(options.links.prisma, page.links), nextCursor: page.nextCursor }
+      return { links: await linkRecords(options.links.database, page.links), nextCursor: page.nextCursor }
     },
   )
 
@@ -69,7 +69,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
         },
       },
     },
-    async (request) => linkRecord(options.links.prisma, await findLink(options.links, request.caller, { uniq: request.params.uniqId })),
+    async (request) => linkRecord(options.links.database, await findLink(options.links, request.caller, { uniq: request.params.uniqId })),
   )
 
   api.get(
@@ -87,7 +87,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
     },
     async (request) => {
       const { domain, id } = request.params
-      return linkRecord(options.links.prisma, await findLink(options.links, request.caller, { domain, slug: id }))
+      return linkRecord(options.links.database, await findLink(options.links, request.caller, { domain, slug: id }))
     },
   )
 

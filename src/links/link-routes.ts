@@ -124,7 +124,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         options.links, request.caller, { uniq: request.params.uniqId }, request.body, admit(request),
       )
       reportAutofill(request, reply, link.url, autofill)
-      return linkRecord(options.links.prisma, link)
+      return linkRecord(options.links.database, link)
     },
   )
 
@@ -145,7 +145,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       const { domain, id } = request.params
       const { link, autofill } = await updateLinkFields(options.links, request.caller, { domain, slug: id }, request.body, admit(request))
       reportAutofill(request, reply, link.url, autofill)
-      return linkRecord(options.links.prisma, link)
+      return linkRecord(options.links.database, link)
     },
   )
 }
