@@ -17,6 +17,9 @@ import type { VisitRow } from './visit-store.js'
 import { visitorHash, type VisitorKeys } from './visitor-key.js'
 
 const DAY_MS = 86_400_000
+/** User-Agent headers shared between buffered visits (see record): how many, and up to what length. */
+const MAX_SHARED_USER_AGENTS = 5000
+const MAX_SHARED_USER_AGENT = 512
 
 export interface VisitBufferOptions {
   /** Most visits held while waiting to be written (default 100,000: about 50 MB at worst). */
@@ -55,6 +58,7 @@ export function referrerHost(referrer: string | undefined): string | null {
 
 export class BufferedVisitRecorder implements VisitRecorder {
   private buffer: Visit[] = []
+  private readonly userAgents = new Map<string, string>()
   private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
   private failing = false
@@ -78,6 +82,18 @@ export class BufferedVisitRecorder implements VisitRecorder {
     if (this.buffer.length >= this.maxBuffered) {
       this.counts.dropped++
       return
+    }
+    // A buffered visit lives about a second: long enough for the garbage collector to move it to the old
+    // generation, which then grows by what visits hold. The User-Agent is the longest of it and repeats
+    // heavily, so the buffer holds the first copy of each header rather than every request's own.
+    const userAgent = visit.userAgent
+    if (userAgent !== undefined && userAgent.length <= MAX_SHARED_USER_AGENT) {
+      const shared = this.userAgents.get(userAgent)
+      if (shared !== undefined) visit.userAgent = shared
+      else {
+        if (this.userAgents.size >= MAX_SHARED_USER_AGENTS) this.userAgents.clear()
+        this.userAgents.set(userAgent, userAgent)
+      }
     }
     this.buffer.push(visit)
     this.counts.recorded++
