@@ -19,3 +19,7 @@ CREATE TABLE "analytics"."Rollup" (
   "rolledUpTo"  TIMESTAMPTZ NOT NULL
 );
 INSERT INTO "analytics"."Rollup" ("id", "rolledUpTo") VALUES (true, now());
+
+-- Each connection takes a thousand "seq" numbers at a time instead of one per visit ("seq" only has to be unique
+-- and to grow with the time a visit was stored; gaps and interleaving between connections are harmless).
+ALTER SEQUENCE "analytics"."Visit_seq_seq" CACHE 1000;
