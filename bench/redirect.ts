@@ -12,6 +12,11 @@
  *
  * Options (environment): BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 50),
  * BENCH_CACHE_ENTRIES (default 2000), BENCH_COLD and BENCH_UNKNOWN (the shares, default 0.09 and 0.01), BENCH_SERVICE_ARGS (extra node flags for the service, e.g. --cpu-prof).
+ *
+ * The service process runs with the node flags and environment of `npm start` (bench/support/production-node.ts).
+ * After each recorded run the service writes its buffer and rolls the run's visits up into the aggregates (the
+ * minute's rollup, src/analytics/visit-rollup.ts), and the rollup's time is printed: per visit, and charged to
+ * its run as if it had stopped the machine meanwhile (a bound from below).
  */
 import autocannon from 'autocannon'
 import { execFileSync, fork, type ChildProcess } from 'node:child_process'
@@ -19,6 +24,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { get, type IncomingMessage } from 'node:http'
 import { fileURLToPath } from 'node:url'
+import { productionNode } from './support/production-node.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -46,9 +52,12 @@ function compile(): string {
   return `${projectRoot}dist/bench/redirect-server.js`
 }
 
+/** The service runs with the flags and environment of `npm start`; the bare reference with Node's defaults. */
 async function start(script: string, mode: 'service' | 'bare'): Promise<Server> {
-  const flags = mode === 'service' ? (process.env.BENCH_SERVICE_ARGS ?? '').split(' ').filter(Boolean) : []
-  const child = fork(script, [mode], { execArgv: flags, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
+  const production = productionNode()
+  const flags = mode === 'service' ? [...production.execArgv, ...(process.env.BENCH_SERVICE_ARGS ?? '').split(' ').filter(Boolean)] : []
+  const env = mode === 'service' ? { ...process.env, ...production.env } : process.env
+  const child = fork(script, [mode], { execArgv: flags, env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
   const [message] = (await once(child, 'message')) as [{ port: number; cacheEntries: number }]
   return { child, ...message }
 }

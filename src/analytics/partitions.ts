@@ -43,10 +43,19 @@ async function createPartition(prisma: PrismaClient, month: Month): Promise<void
   names.add(month.name)
 }
 
-/** Makes sure the partitions that hold these times exist. */
-export async function ensurePartitionsFor(prisma: PrismaClient, times: Date[]): Promise<void> {
+/** Makes sure the partitions that hold these visits' times (milliseconds) exist. */
+export async function ensurePartitionsFor(prisma: PrismaClient, visits: { at: number }[]): Promise<void> {
+  // Months change rarely within a batch: a Date only where the time leaves the month seen last.
   const months = new Map<number, Date>()
-  for (const at of times) months.set(at.getUTCFullYear() * 12 + at.getUTCMonth(), at)
+  let monthStart = Infinity
+  let monthEnd = -Infinity
+  for (const { at } of visits) {
+    if (at >= monthStart && at < monthEnd) continue
+    const date = new Date(at)
+    months.set(date.getUTCFullYear() * 12 + date.getUTCMonth(), date)
+    monthStart = Date.UTC(date.getUTCFullYear(), date.getUTCMonth(), 1)
+    monthEnd = Date.UTC(date.getUTCFullYear(), date.getUTCMonth() + 1, 1)
+  }
   for (const at of months.values()) await createPartition(prisma, monthOf(at))
 }
 

@@ -21,6 +21,19 @@ export interface StatsSource {
   params: unknown[]
   /** How the top links are read: the `link` dimension of WorkspaceHourly, or the links' own totals. */
   links?: { workspaceId: number; byDimension: boolean }
+  /** The placeholder of a "rolledUpTo" read before the statement (set by `withPendingFrom`). */
+  pendingFrom?: string
+}
+
+/**
+ * The source with "rolledUpTo" as read now among its parameters. The statements still take the raw visits from
+ * "rolledUpTo" as they see it (a rollup may have moved it on meanwhile), and it only moves forward, so the value
+ * read here changes no answer: it is there for the planner, which can see from it that the raw visits wanted
+ * are the last minute's, and read them by index instead of scanning the month's partition.
+ */
+export async function withPendingFrom(prisma: PrismaClient, source: StatsSource): Promise<StatsSource> {
+  const [{ rolledUpTo }] = await prisma.$queryRawUnsafe<{ rolledUpTo: string }[]>(`SELECT "rolledUpTo"::text AS "rolledUpTo" FROM "analytics"."Rollup"`)
+  return { ...source, params: [...source.params, rolledUpTo], pendingFrom: `$${source.params.length + 1}` }
 }
 
 export interface Counts {
@@ -78,7 +91,8 @@ const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('ref
  */
 function hourlyRows(source: StatsSource): string {
   const counts = `"dimension", "hour", "value", "clicks", "visitors", "bots"`
-  const pending = `h."at" >= (SELECT "rolledUpTo" FROM "analytics"."Rollup") AND ${source.where}`
+  const hint = source.pendingFrom ? `h."at" >= ${source.pendingFrom}::timestamptz AND ` : ''
+  const pending = `${hint}h."at" >= (SELECT "rolledUpTo" FROM "analytics"."Rollup") AND ${source.where}`
   const one = (firstOfDay: string) =>
     `(NOT h."bot")::int AS "clicks", (h."${firstOfDay}" AND NOT h."bot")::int AS "visitors", h."bot"::int AS "bots"`
   if (source.table === '"analytics"."LinkHourly"') {

@@ -5,7 +5,7 @@ import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
 import type { StoredLink } from '../links/link-repository.js'
 import type { Caller } from '../plugins/auth.js'
-import { readSeries, readTopLinks, readTops, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
+import { readSeries, readTopLinks, readTops, withPendingFrom, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
 import { formatInZone, parseRange, tooManyPoints, type StatsRange } from './stats-range.js'
 
 export interface StatsContext {
@@ -37,7 +37,8 @@ function toTops(rows: TopRow[]): Tops {
 }
 
 /** Series and tops of one source, read side by side (two connections of the pool). */
-async function read(context: StatsContext, source: StatsSource, range: StatsRange, limit: number) {
+async function read(context: StatsContext, given: StatsSource, range: StatsRange, limit: number) {
+  const source = await withPendingFrom(context.prisma, given)
   const [series, tops, links] = await Promise.all([
     readSeries(context.prisma, source, range),
     readTops(context.prisma, source, range, limit),

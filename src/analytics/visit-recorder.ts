@@ -12,9 +12,14 @@
 import type { FastifyBaseLogger } from 'fastify'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Visit, VisitRecorder } from '../redirects/visits.js'
-import { userAgentFacts } from './user-agent.js'
-import type { StoredVisit } from './visit-store.js'
+import { userAgentFacts, type UserAgentFacts } from './user-agent.js'
+import type { VisitRow } from './visit-store.js'
 import { visitorHash, type VisitorKeys } from './visitor-key.js'
+
+const DAY_MS = 86_400_000
+/** User-Agent headers shared between buffered visits (see record): how many, and up to what length. */
+const MAX_SHARED_USER_AGENTS = 5000
+const MAX_SHARED_USER_AGENT = 512
 
 export interface VisitBufferOptions {
   /** Most visits held while waiting to be written (default 100,000: about 50 MB at worst). */
@@ -53,6 +58,7 @@ export function referrerHost(referrer: string | undefined): string | null {
 
 export class BufferedVisitRecorder implements VisitRecorder {
   private buffer: Visit[] = []
+  private readonly userAgents = new Map<string, string>()
   private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
   private failing = false
@@ -62,7 +68,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
   readonly counts = { recorded: 0, stored: 0, dropped: 0, failedBatches: 0 }
 
   constructor(
-    private readonly store: (visits: StoredVisit[]) => Promise<void>,
+    private readonly store: (rows: VisitRow[]) => Promise<void>,
     private readonly keys: VisitorKeys,
     private readonly log: FastifyBaseLogger,
     options: VisitBufferOptions = {},
@@ -76,6 +82,18 @@ export class BufferedVisitRecorder implements VisitRecorder {
     if (this.buffer.length >= this.maxBuffered) {
       this.counts.dropped++
       return
+    }
+    // A buffered visit lives about a second: long enough for the garbage collector to move it to the old
+    // generation, which then grows by what visits hold. The User-Agent is the longest of it and repeats
+    // heavily, so the buffer holds the first copy of each header rather than every request's own.
+    const userAgent = visit.userAgent
+    if (userAgent !== undefined && userAgent.length <= MAX_SHARED_USER_AGENT) {
+      const shared = this.userAgents.get(userAgent)
+      if (shared !== undefined) visit.userAgent = shared
+      else {
+        if (this.userAgents.size >= MAX_SHARED_USER_AGENTS) this.userAgents.clear()
+        this.userAgents.set(userAgent, userAgent)
+      }
     }
     this.buffer.push(visit)
     this.counts.recorded++
@@ -133,38 +151,45 @@ export class BufferedVisitRecorder implements VisitRecorder {
     }
   }
 
-  private async resolve(visits: Visit[]): Promise<StoredVisit[]> {
-    const stored: StoredVisit[] = []
-    // A visitor usually comes more than once in a batch: one hash per day, address and user agent.
-    const hashes = new Map<string, string>()
+  /**
+   * The rows to store. Per batch, each User-Agent is looked up once for its facts and then keeps the hashes of
+   * its visitors (one HMAC per day and address): the header is the long part of who a visitor is.
+   */
+  private async resolve(visits: Visit[]): Promise<VisitRow[]> {
+    const rows: VisitRow[] = new Array(visits.length)
+    const agents = new Map<string, { facts: UserAgentFacts; visitors: Map<string, string> }>()
     for (const [i, visit] of visits.entries()) {
       if (i > 0 && i % 500 === 0) await nextTurn()
-      const at = new Date(visit.at)
-      const day = at.toISOString().slice(0, 10)
-      const who = `${day} ${visit.address} ${visit.userAgent ?? ''}`
-      let visitor = hashes.get(who)
+      const userAgent = visit.userAgent ?? ''
+      let agent = agents.get(userAgent)
+      if (!agent) agents.set(userAgent, (agent = { facts: userAgentFacts(visit.userAgent), visitors: new Map() }))
+      const day = Math.floor(visit.at / DAY_MS)
+      const who = `${day} ${visit.address}`
+      let visitor = agent.visitors.get(who)
       if (visitor === undefined) {
-        visitor = visitorHash(await this.keys.keyOf(day), visit.address, visit.userAgent)
-        hashes.set(who, visitor)
+        const key = await this.keys.keyOf(new Date(day * DAY_MS).toISOString().slice(0, 10))
+        agent.visitors.set(who, (visitor = visitorHash(key, visit.address, visit.userAgent)))
       }
-      const agent = userAgentFacts(visit.userAgent)
-      stored.push({
-        at,
+      const { facts } = agent
+      rows[i] = {
+        at: visit.at,
         linkUniq: visit.link,
         workspaceId: visit.workspaceId,
         domain: visit.domain,
         country: visit.country,
         referrerHost: referrerHost(visit.referrer),
-        device: agent.device,
-        os: agent.os,
-        browser: agent.browser,
+        device: facts.device,
+        os: facts.os,
+        browser: facts.browser,
         destination: visit.destination,
         reason: visit.reason,
         answer: visit.answer,
-        bot: agent.bot || visit.answer === 'crawler',
+        bot: facts.bot || visit.answer === 'crawler',
         visitor,
-      })
+        firstOfDay: false,
+        firstOfWorkspaceDay: false,
+      }
     }
-    return stored
+    return rows
   }
 }

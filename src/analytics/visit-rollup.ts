@@ -51,6 +51,10 @@ async function rollUpOnce(database: Database, upTo: Date, options: RollupOptions
       [upTo.toISOString(), maxSpanMs, Math.max(minSpanMs, 0.001)],
     )
     if (!span?.due) return { visits: 0, rolledUpTo: null, more: false }
+    // The span's raw visits are found by the index on "at", never by reading the month's partition whole
+    // (a partition not analysed yet can look too small to bother), and grouped in memory, not on disk.
+    await query(`SET LOCAL enable_seqscan = off`)
+    await query(`SET LOCAL work_mem = '64MB'`)
     const [summed] = await query<{ visits: string | number }>(
       aggregateVisitsSql(`SELECT * FROM "analytics"."Visit" WHERE "at" >= $1::timestamptz AND "at" < $2::timestamptz`),
       [span.from, span.to],

@@ -41,6 +41,18 @@ export interface StoredVisit {
   visitor: string
 }
 
+/**
+ * A visit as it is sent to PostgreSQL (JSON, one object per row): `at` in milliseconds, and whether it is its
+ * visitor's first of the day for the link and for the workspace (false until the batch finds out).
+ */
+export interface VisitRow extends Omit<StoredVisit, 'at'> {
+  at: number
+  firstOfDay: boolean
+  firstOfWorkspaceDay: boolean
+}
+
+export const visitRow = (visit: StoredVisit): VisitRow => ({ ...visit, at: visit.at.getTime(), firstOfDay: false, firstOfWorkspaceDay: false })
+
 /** Visits handled in one go before the event loop is let go (each costs a few microseconds). */
 const CHUNK = 2000
 const DAY_MS = 86_400_000
@@ -64,66 +76,70 @@ const seenCache = new WeakMap<Database, Set<string>>()
 const MAX_SEEN_CACHED = 200_000
 
 /**
- * Which visits are the first of the day by their visitor, of their link and of their workspace (scope: the
- * uniq, or minus the workspace id): what neither the cache nor SeenToday held. Bots are not visitors. Returns
- * also the triples to remember once the transaction commits.
+ * Marks the visits that are the first of the day by their visitor, of their link and of their workspace (scope:
+ * the uniq, or minus the workspace id): what neither the cache nor SeenToday held. Bots are not visitors. Returns
+ * the triples to remember once the transaction commits.
  */
-async function firstVisits(query: SqlQuery, visits: StoredVisit[], seen: Set<string>) {
-  const link: boolean[] = new Array(visits.length).fill(false)
-  const workspace: boolean[] = new Array(visits.length).fill(false)
-  const asked = new Map<string, { day: number; scope: number; visitor: string; firstAt: number; ofLink: boolean }>()
-  for (const [i, visit] of visits.entries()) {
-    if (i > 0 && i % CHUNK === 0) await nextTurn()
-    if (visit.bot) continue
-    const day = Math.floor(visit.at.getTime() / DAY_MS)
-    for (const [scope, ofLink] of [[visit.linkUniq, true], [-visit.workspaceId, false]] as const) {
-      const key = `${day}${SEP}${scope}${SEP}${visit.visitor}`
-      if (seen.has(key) || asked.has(key)) continue
-      asked.set(key, { day, scope, visitor: visit.visitor, firstAt: i, ofLink })
-    }
+async function markFirstVisits(query: SqlQuery, rows: VisitRow[], seen: Set<string>): Promise<string[]> {
+  const asked = new Map<string, { day: number; scope: number; visitor: string; row: VisitRow; ofLink: boolean }>()
+  const ask = (row: VisitRow, day: number, scope: number, ofLink: boolean) => {
+    const key = `${day}${SEP}${scope}${SEP}${row.visitor}`
+    if (!seen.has(key) && !asked.has(key)) asked.set(key, { day, scope, visitor: row.visitor, row, ofLink })
   }
-  if (asked.size === 0) return { link, workspace, remember: [] as string[] }
-  const rows = byKey(asked)
+  for (const [i, row] of rows.entries()) {
+    if (i > 0 && i % CHUNK === 0) await nextTurn()
+    if (row.bot) continue
+    const day = Math.floor(row.at / DAY_MS)
+    ask(row, day, row.linkUniq, true)
+    ask(row, day, -row.workspaceId, false)
+  }
+  if (asked.size === 0) return []
+  const triples = byKey(asked)
   const inserted = await query<{ day: number; scope: number; visitor: string }>(
     `INSERT INTO "analytics"."SeenToday" ("day", "scope", "visitor")
      SELECT DATE '1970-01-01' + d, s, v FROM unnest($1::int[], $2::int[], $3::bigint[]) AS t(d, s, v)
      ON CONFLICT DO NOTHING
      RETURNING ("day" - DATE '1970-01-01') AS "day", "scope", "visitor"::text AS "visitor"`,
-    [rows.map((row) => row.day), rows.map((row) => row.scope), rows.map((row) => row.visitor)],
+    [triples.map((triple) => triple.day), triples.map((triple) => triple.scope), triples.map((triple) => triple.visitor)],
   )
   for (const row of inserted) {
     const entry = asked.get(`${row.day}${SEP}${row.scope}${SEP}${row.visitor}`)
-    if (entry) (entry.ofLink ? link : workspace)[entry.firstAt] = true
+    if (!entry) continue
+    if (entry.ofLink) entry.row.firstOfDay = true
+    else entry.row.firstOfWorkspaceDay = true
   }
-  return { link, workspace, remember: [...asked.keys()] }
+  return [...asked.keys()]
 }
 
 /**
  * The raw rows in statements of CHUNK rows, the event loop free in between; each chunk's visits from before
  * `rolledUpTo` (milliseconds; PostgreSQL decides to the microsecond) are added to the aggregates at once.
  */
-async function insertRaw(query: SqlQuery, visits: StoredVisit[], first: { link: boolean[]; workspace: boolean[] }, rolledUpTo: number): Promise<void> {
-  for (let start = 0; start < visits.length; start += CHUNK) {
+async function insertRaw(query: SqlQuery, rows: VisitRow[], rolledUpTo: number): Promise<void> {
+  for (let start = 0; start < rows.length; start += CHUNK) {
     if (start > 0) await nextTurn()
-    const chunk = visits.slice(start, start + CHUNK)
-    const json = JSON.stringify(
-      chunk.map((visit, i) => ({ ...visit, at: visit.at.getTime(), firstOfDay: first.link[start + i], firstOfWorkspaceDay: first.workspace[start + i] })),
-    )
+    const chunk = rows.slice(start, start + CHUNK)
+    const json = JSON.stringify(chunk)
     await query(
       `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
          "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay", "firstOfWorkspaceDay") ${BATCH_ROWS}`,
       [json],
     )
-    if (chunk.some((visit) => visit.at.getTime() <= rolledUpTo)) {
+    if (chunk.some((row) => row.at <= rolledUpTo)) {
       await query(aggregateVisitsSql(`SELECT * FROM (${BATCH_ROWS}) b WHERE b."at" < (SELECT "rolledUpTo" FROM "analytics"."Rollup")`), [json])
     }
   }
 }
 
 /** Stores a batch of visits, in one transaction. */
-export async function storeVisits(database: Database, visits: StoredVisit[]): Promise<void> {
-  if (visits.length === 0) return
-  await ensurePartitionsFor(database.prisma, visits.map((visit) => visit.at))
+export function storeVisits(database: Database, visits: StoredVisit[]): Promise<void> {
+  return storeVisitRows(database, visits.map(visitRow))
+}
+
+/** storeVisits for visits already in the form they are sent in (the recorder makes them so). */
+export async function storeVisitRows(database: Database, rows: VisitRow[]): Promise<void> {
+  if (rows.length === 0) return
+  await ensurePartitionsFor(database.prisma, rows)
   let seen = seenCache.get(database)
   if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
   const remember = await database.transaction(async (query) => {
@@ -132,9 +148,10 @@ export async function storeVisits(database: Database, visits: StoredVisit[]): Pr
     const [rollup] = await query<{ rolledUpTo: number }>(
       `SELECT extract(epoch FROM "rolledUpTo") * 1000 AS "rolledUpTo" FROM "analytics"."Rollup" FOR SHARE`,
     )
-    const first = await firstVisits(query, visits, seen)
-    await insertRaw(query, visits, first, Math.ceil(Number(rollup.rolledUpTo)))
-    return first.remember
+    for (const row of rows) row.firstOfDay = row.firstOfWorkspaceDay = false
+    const remember = await markFirstVisits(query, rows, seen)
+    await insertRaw(query, rows, Math.ceil(Number(rollup.rolledUpTo)))
+    return remember
   })
   for (const key of remember) seen.add(key)
 }

@@ -10,7 +10,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config/config.js'
 import { createPartitionsAhead, dropExpired } from '../analytics/partitions.js'
 import { BufferedVisitRecorder, type VisitBufferOptions } from '../analytics/visit-recorder.js'
-import { storeVisits } from '../analytics/visit-store.js'
+import { storeVisitRows } from '../analytics/visit-store.js'
 import { VisitorKeys } from '../analytics/visitor-key.js'
 import { ROLLUP_GRACE_MS, rollUpVisits, type RollupOptions, type RollupResult } from '../analytics/visit-rollup.js'
 import type { VisitRecorder } from '../redirects/visits.js'
@@ -66,7 +66,7 @@ export default fp(
         warned = true
       },
     })
-    const recorder = new BufferedVisitRecorder((batch) => storeVisits(app.db, batch), keys, app.log, options.buffer)
+    const recorder = new BufferedVisitRecorder((batch) => storeVisitRows(app.db, batch), keys, app.log, options.buffer)
     app.decorate('visits', recorder)
     app.decorate('visitRecorder', recorder)
 

@@ -75,13 +75,22 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     counters[COUNTER[answer.kind]]++
     sendAnswer(reply, view, answer, extras)
     if (request.method !== 'HEAD') {
-      const common = { link: view.uniq, workspaceId: view.workspaceId, domain: view.domain, at: redirects.now(), country, userAgent }
-      const from = { referrer: request.headers.referer, address: request.ip }
-      if (answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial') {
-        handOn({ ...common, ...from, answer: answer.kind, destination: answer.destination, reason: answer.reason })
-      } else if (answer.kind === 'crawler') {
-        // A preview is recorded too, as a bot visit (the analytics tell them apart).
-        handOn({ ...common, ...from, answer: 'crawler', destination: view.target.url, reason: 'default' })
+      const reached = answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial'
+      // A preview is recorded too, as a bot visit (the analytics tell them apart).
+      if (reached || answer.kind === 'crawler') {
+        handOn({
+          link: view.uniq,
+          workspaceId: view.workspaceId,
+          domain: view.domain,
+          answer: answer.kind,
+          destination: reached ? answer.destination : view.target.url,
+          reason: reached ? answer.reason : 'default',
+          at: redirects.now(),
+          country,
+          userAgent,
+          referrer: request.headers.referer,
+          address: request.ip,
+        })
       }
     }
     return reply
