@@ -18,6 +18,8 @@
  * ratio of the service to its reference, and the service's RSS at rest and at its peak. The ratio within one run
  * is the figure that counts: the machine's other load weighs on both alike.
  *
+ * The service runs as `npm start` runs it (bench/support/production-node.ts: its environment and node flags).
+ *
  * Options (environment): BENCH_DURATION (s per run, default 5), BENCH_CONNECTIONS (default 50), BENCH_ONLY
  * (comma-separated scenario names), BENCH_BULK (links per bulk request, default 100), BENCH_SERVICE_ARGS (extra
  * node flags for the service, e.g. --cpu-prof).
@@ -28,6 +30,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { loadavg } from 'node:os'
 import { fileURLToPath } from 'node:url'
+import { productionNode } from './support/production-node.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -63,13 +66,16 @@ function compile(): string {
 }
 
 async function start(script: string, mode: 'service' | 'bare'): Promise<Server> {
+  // The service runs as `npm start` runs it (its environment and node flags); the reference as plain node.
+  const production = mode === 'service' ? productionNode() : { env: {}, execArgv: [] }
   const flags = mode === 'service' ? (process.env.BENCH_SERVICE_ARGS ?? '').split(' ').filter(Boolean) : []
   const child = fork(script, [mode], {
-    execArgv: flags,
+    execArgv: [...production.execArgv, ...flags],
     // The service's log goes where production sends it (a pipe), read and dropped here.
     stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
     env: {
       ...process.env,
+      ...production.env,
       DATABASE_URL: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
       REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     },
