@@ -42,7 +42,12 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
   address.pathname = `/${name}`
   const url = address.toString()
   await onServer(`CREATE DATABASE "${name}"`)
-  const drop = () => onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  // BENCH_KEEP_DATABASE=1 keeps it, for EXPLAINs by hand afterwards (drop it yourself).
+  const keep = process.env.BENCH_KEEP_DATABASE === '1'
+  const drop = async () => {
+    if (keep) console.log(`database ${name} kept`)
+    else await onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  }
   try {
     await (await openDatabase({ databaseUrl: url, dataDir: 'unused' })).close()
   } catch (error) {
