@@ -1,5 +1,6 @@
 /**
- * The SQL of the stats: every figure is summed from the hourly aggregates (LinkHourly, WorkspaceHourly), so that
+ * The SQL of the stats: every figure is summed from the aggregates, the whole UTC days of the range from the daily
+ * ones (LinkDaily, WorkspaceDaily) and its partial days from the hourly ones (LinkHourly, WorkspaceHourly), so that
  * a range of months reads a few thousand rows per breakdown instead of millions, and from the raw visits not yet
  * rolled up into them (the last minute or so, src/analytics/visit-rollup.ts), spread over the same breakdowns,
  * in the same statement so that the two meet exactly at "rolledUpTo". Buckets are cut by PostgreSQL (date_trunc
@@ -11,15 +12,19 @@ import { fieldError } from '../errors/app-error.js'
 import type { StatsRange } from './stats-range.js'
 import { MAX_AGGREGATE_VALUE } from './visit-aggregates.js'
 
+/** A source's two tiers of aggregates: hours, and whole UTC days (the same visits, summed). */
+export const LINK_TABLES = { hourly: '"analytics"."LinkHourly"', daily: '"analytics"."LinkDaily"' } as const
+export const WORKSPACE_TABLES = { hourly: '"analytics"."WorkspaceHourly"', daily: '"analytics"."WorkspaceDaily"' } as const
+
 /**
- * Where the hourly rows come from. `where` filters the table aliased h and uses $1…$n for `params`; the
- * queries below number their own parameters after those.
+ * Where the rows come from. `where` filters the tables aliased h and uses $1…$n for `params`; the queries below
+ * number their own parameters after those.
  */
 export interface StatsSource {
-  table: '"analytics"."LinkHourly"' | '"analytics"."WorkspaceHourly"'
+  tables: typeof LINK_TABLES | typeof WORKSPACE_TABLES
   where: string
   params: unknown[]
-  /** How the top links are read: the `link` dimension of WorkspaceHourly, or the links' own totals. */
+  /** How the top links are read: the `link` dimension of the workspace's aggregates, or the links' own totals. */
   links?: { workspaceId: number; byDimension: boolean }
 }
 
@@ -53,18 +58,53 @@ async function query<Row>(prisma: PrismaClient, sql: string, params: unknown[]):
   }
 }
 
+/** A statement's parameters: the source's, then its own, each added where the SQL names it. */
+class Params {
+  readonly values: unknown[]
+  constructor(source: StatsSource) {
+    this.values = [...source.params]
+  }
+  add(value: unknown): string {
+    return `$${this.values.push(value)}`
+  }
+}
+
+const DAY = 86_400_000
+
+/** The range's parameters: its ends, and the whole UTC days inside it (an empty span at `to` when there are none). */
+function rangeParams(params: Params, range: StatsRange) {
+  const [from, to] = [range.from.getTime(), range.to.getTime()]
+  let [dayStart, dayEnd] = [Math.ceil(from / DAY) * DAY, Math.floor(to / DAY) * DAY]
+  if (dayStart >= dayEnd) dayStart = dayEnd = to
+  const instant = (at: number) => params.add(new Date(at).toISOString())
+  return { from: instant(from), to: instant(to), dayStart: instant(dayStart), dayEnd: instant(dayEnd) }
+}
+type RangeParams = ReturnType<typeof rangeParams>
+
 /**
  * Every bucket's start. Hours follow one another in absolute time; days, weeks and months step in local time
  * (a day is 23 or 25 hours at a DST change) and are turned back into instants in the zone.
  */
-function bucketsSql(interval: Interval, p: (n: number) => string): string {
-  const [from, to, zone] = [p(1), p(2), p(3)]
+function bucketsSql(interval: Interval, r: RangeParams, zone: string): string {
   if (interval === 'hour') {
-    return `SELECT generate_series(date_trunc('hour', ${from}::timestamptz, ${zone}::text), ${to}::timestamptz - interval '1 microsecond', interval '1 hour') AS "start"`
+    return `SELECT generate_series(date_trunc('hour', ${r.from}::timestamptz, ${zone}::text), ${r.to}::timestamptz - interval '1 microsecond', interval '1 hour') AS "start"`
   }
   return `SELECT local AT TIME ZONE ${zone}::text AS "start"
-    FROM generate_series(date_trunc('${interval}', ${from}::timestamptz, ${zone}::text) AT TIME ZONE ${zone}::text,
-                         (${to}::timestamptz - interval '1 microsecond') AT TIME ZONE ${zone}::text, interval '1 ${interval}') AS local`
+    FROM generate_series(date_trunc('${interval}', ${r.from}::timestamptz, ${zone}::text) AT TIME ZONE ${zone}::text,
+                         (${r.to}::timestamptz - interval '1 microsecond') AT TIME ZONE ${zone}::text, interval '1 ${interval}') AS local`
+}
+
+/**
+ * Whether every whole UTC day of the range falls in one bucket of the series, so that daily rows can stand for
+ * their hours: always in UTC by day, week or month; never by hour; in other zones, when the zone's buckets
+ * happen to start at midnight UTC (rarely for days, mostly not for weeks and months). PostgreSQL decides, with
+ * the same tz database that cuts the buckets; it is one small InitPlan.
+ */
+function daysFitBucketsSql(interval: Interval, r: RangeParams, zone: string): string {
+  if (interval === 'hour') return 'false'
+  return `(SELECT coalesce(bool_and(date_trunc('${interval}', d, ${zone}::text) =
+      date_trunc('${interval}', d + interval '24 hours' - interval '1 microsecond', ${zone}::text)), true)
+    FROM generate_series(${r.dayStart}::timestamptz, ${r.dayEnd}::timestamptz - interval '24 hours', interval '24 hours') AS d)`
 }
 
 /** The breakdowns of one raw visit (h), as the aggregates name them and cut their values. */
@@ -73,48 +113,57 @@ const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('ref
   ('destination', left(h."destination", ${MAX_AGGREGATE_VALUE}))`
 
 /**
- * The source's hourly rows: its aggregates, and its raw visits from "rolledUpTo" on as rows of one visit each.
- * Columns: the table's keys, "dimension", "hour", "value", "clicks", "visitors", "bots"; aliased h.
+ * The source's rows over the range, in pieces that each read one span by its index: the whole UTC days from the
+ * daily tier (when `useDays`, an SQL boolean; else from the hourly one), the partial days at the edges from the
+ * hourly tier, and the raw visits from "rolledUpTo" on as rows of one visit each. The aggregates hold every
+ * visit before "rolledUpTo" and none after, in both tiers alike, so the pieces add up exactly.
+ * Columns: the tables' keys, "dimension", "hour" (of a daily row: its day), "value", "clicks", "visitors",
+ * "bots"; aliased h.
  */
-function hourlyRows(source: StatsSource): string {
-  const counts = `"dimension", "hour", "value", "clicks", "visitors", "bots"`
-  const pending = `h."at" >= (SELECT "rolledUpTo" FROM "analytics"."Rollup") AND ${source.where}`
+function rangeRows(source: StatsSource, r: RangeParams, useDays: string): string {
+  const link = source.tables === LINK_TABLES
+  const keys = link ? '"linkUniq"' : '"workspaceId", "domain"'
+  const counts = `"value", "clicks", "visitors", "bots"`
+  const hours = (from: string, to: string, when = 'true') =>
+    `SELECT ${keys}, "dimension", "hour", ${counts} FROM ${source.tables.hourly} h
+      WHERE ${source.where} AND h."hour" >= ${from}::timestamptz AND h."hour" < ${to}::timestamptz AND ${when}`
   const one = (firstOfDay: string) =>
     `(NOT h."bot")::int AS "clicks", (h."${firstOfDay}" AND NOT h."bot")::int AS "visitors", h."bot"::int AS "bots"`
-  if (source.table === '"analytics"."LinkHourly"') {
-    return `(SELECT "linkUniq", ${counts} FROM ${source.table} h WHERE ${source.where}
-      UNION ALL
-      SELECT h."linkUniq", d."dimension", date_trunc('hour', h."at", 'UTC'), d."value", ${one('firstOfDay')}
-      FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${BREAKDOWNS}) AS d("dimension", "value")
-      WHERE ${pending}) h`
-  }
-  return `(SELECT "workspaceId", "domain", ${counts} FROM ${source.table} h WHERE ${source.where}
+  const breakdowns = link ? BREAKDOWNS : `${BREAKDOWNS}, ('link', h."linkUniq"::text)`
+  return `(${hours(r.from, r.dayStart)}
     UNION ALL
-    SELECT h."workspaceId", h."domain", d."dimension", date_trunc('hour', h."at", 'UTC'), d."value", ${one('firstOfWorkspaceDay')}
-    FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${BREAKDOWNS}, ('link', h."linkUniq"::text)) AS d("dimension", "value")
-    WHERE ${pending}) h`
+    ${hours(r.dayEnd, r.to)}
+    UNION ALL
+    ${hours(r.dayStart, r.dayEnd, `NOT ${useDays}`)}
+    UNION ALL
+    SELECT ${keys}, "dimension", "day", ${counts} FROM ${source.tables.daily} h
+    WHERE ${source.where} AND h."day" >= ${r.dayStart}::timestamptz AND h."day" < ${r.dayEnd}::timestamptz AND ${useDays}
+    UNION ALL
+    SELECT ${link ? 'h."linkUniq"' : 'h."workspaceId", h."domain"'}, d."dimension", date_trunc('hour', h."at", 'UTC'), d."value",
+      ${one(link ? 'firstOfDay' : 'firstOfWorkspaceDay')}
+    FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${breakdowns}) AS d("dimension", "value")
+    WHERE h."at" >= (SELECT "rolledUpTo" FROM "analytics"."Rollup") AND h."at" >= ${r.from}::timestamptz
+      AND h."at" < ${r.to}::timestamptz AND ${source.where}) h`
 }
-
-/** Placeholders numbered after the source's own parameters. */
-const placeholders = (source: StatsSource) => (n: number) => `$${source.params.length + n}`
-const rangeParams = (range: StatsRange) => [range.from.toISOString(), range.to.toISOString(), range.timezone]
 
 /** The series, every bucket in order with zeros where nothing was counted. */
 export async function readSeries(prisma: PrismaClient, source: StatsSource, range: StatsRange): Promise<({ start: Date } & Counts)[]> {
-  const p = placeholders(source)
+  const params = new Params(source)
+  const r = rangeParams(params, range)
+  const zone = params.add(range.timezone)
   const rows = await query<{ start: Date } & CountRow>(
     prisma,
     `WITH "counted" AS (
-       SELECT date_trunc('${range.interval}', h."hour", ${p(3)}::text) AS "start",
+       SELECT date_trunc('${range.interval}', h."hour", ${zone}::text) AS "start",
               sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors", sum(h."bots") AS "bots"
-       FROM ${hourlyRows(source)}
-       WHERE h."dimension" = 'total' AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
+       FROM ${rangeRows(source, r, daysFitBucketsSql(range.interval, r, zone))}
+       WHERE h."dimension" = 'total'
        GROUP BY 1)
      SELECT b."start", coalesce(c."clicks", 0)::int8 AS "clicks", coalesce(c."visitors", 0)::int8 AS "visitors",
             coalesce(c."bots", 0)::int8 AS "bots"
-     FROM (${bucketsSql(range.interval, p)}) b LEFT JOIN "counted" c ON c."start" = b."start"
+     FROM (${bucketsSql(range.interval, r, zone)}) b LEFT JOIN "counted" c ON c."start" = b."start"
      ORDER BY b."start"`,
-    [...source.params, ...rangeParams(range)],
+    params.values,
   )
   return rows.map((row) => ({ start: new Date(row.start), ...numbers(row) }))
 }
@@ -131,20 +180,20 @@ export interface TopRow {
  * only from bots are left out: the lists rank what people did.
  */
 export async function readTops(prisma: PrismaClient, source: StatsSource, range: StatsRange, limit: number): Promise<TopRow[]> {
-  const p = placeholders(source)
+  const params = new Params(source)
+  const r = rangeParams(params, range)
   const rows = await query<{ dimension: TopDimension; value: string; clicks: bigint; visitors: bigint }>(
     prisma,
     `SELECT "dimension", "value", "clicks", "visitors" FROM (
        SELECT h."dimension", h."value", sum(h."clicks")::int8 AS "clicks", sum(h."visitors")::int8 AS "visitors",
               row_number() OVER (PARTITION BY h."dimension" ORDER BY sum(h."clicks") DESC, h."value") AS "rank"
-       FROM ${hourlyRows(source)}
-       WHERE h."dimension" = ANY(${p(3)}::text[])
-         AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
+       FROM ${rangeRows(source, r, 'true')}
+       WHERE h."dimension" = ANY(${params.add([...TOP_DIMENSIONS])}::text[])
        GROUP BY h."dimension", h."value"
        HAVING sum(h."clicks") > 0) ranked
-     WHERE "rank" <= ${p(4)}::int
+     WHERE "rank" <= ${params.add(limit)}::int
      ORDER BY "dimension", "rank"`,
-    [...source.params, range.from.toISOString(), range.to.toISOString(), [...TOP_DIMENSIONS], limit],
+    params.values,
   )
   return rows.map((row) => ({ dimension: row.dimension, value: row.value, clicks: Number(row.clicks), visitors: Number(row.visitors) }))
 }
@@ -163,24 +212,21 @@ export interface TopLinkRow {
  */
 export async function readTopLinks(prisma: PrismaClient, source: StatsSource, range: StatsRange, limit: number): Promise<TopLinkRow[]> {
   if (!source.links) return []
-  const p = placeholders(source)
+  const params = new Params(source)
+  const r = rangeParams(params, range)
   const perLink = source.links.byDimension
     ? `SELECT h."value"::int AS "uniq", sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors"
-       FROM ${hourlyRows(source)} WHERE h."dimension" = 'link'
-         AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
-       GROUP BY h."value"`
+       FROM ${rangeRows(source, r, 'true')} WHERE h."dimension" = 'link' GROUP BY h."value"`
     : `SELECT h."linkUniq" AS "uniq", sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors"
-       FROM ${hourlyRows(source)} WHERE h."dimension" = 'total'
-         AND h."hour" >= ${p(1)}::timestamptz AND h."hour" < ${p(2)}::timestamptz
-       GROUP BY h."linkUniq"`
+       FROM ${rangeRows(source, r, 'true')} WHERE h."dimension" = 'total' GROUP BY h."linkUniq"`
   const rows = await query<{ uniq: number; domain: string; slug: string; clicks: bigint; visitors: bigint }>(
     prisma,
     `SELECT l."uniq", l."domain", l."slug", t."clicks"::int8 AS "clicks", t."visitors"::int8 AS "visitors"
-     FROM (${perLink}) t JOIN "Link" l ON l."uniq" = t."uniq" AND l."workspaceId" = ${p(4)}::int
+     FROM (${perLink}) t JOIN "Link" l ON l."uniq" = t."uniq" AND l."workspaceId" = ${params.add(source.links.workspaceId)}::int
      WHERE t."clicks" > 0
      ORDER BY t."clicks" DESC, l."uniq"
-     LIMIT ${p(3)}::int`,
-    [...source.params, range.from.toISOString(), range.to.toISOString(), limit, source.links.workspaceId],
+     LIMIT ${params.add(limit)}::int`,
+    params.values,
   )
   return rows.map((row) => ({ ...row, clicks: Number(row.clicks), visitors: Number(row.visitors) }))
 }
