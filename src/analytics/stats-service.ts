@@ -94,7 +94,7 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
       tables: WORKSPACE_TABLES,
       where: domain === undefined ? 'h."workspaceId" = $1::int' : 'h."workspaceId" = $1::int AND h."domain" = $2::text',
       params: domain === undefined ? [caller.workspaceId] : [caller.workspaceId, domain],
-      links: { workspaceId: caller.workspaceId, byDimension: true },
+      links: { workspaceId: caller.workspaceId, byDimension: true, among: 'SELECT l."uniq" FROM "Link" l WHERE l."workspaceId" = $1::int' },
     }
   }
   const params: unknown[] = [caller.workspaceId]
@@ -102,11 +102,12 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
   if (domain !== undefined) conditions.push(`l."domain" = $${params.push(domain)}::text`)
   if (tagKeys.length > 0) conditions.push(`l."tagKeys" @> $${params.push(tagKeys)}::text[]`)
   if (query.folderId !== undefined) conditions.push(`l."folderId" = $${params.push(query.folderId)}::int`)
+  const among = `SELECT l."uniq" FROM "Link" l WHERE ${conditions.join(' AND ')}`
   return {
     tables: LINK_TABLES,
-    where: `h."linkUniq" IN (SELECT l."uniq" FROM "Link" l WHERE ${conditions.join(' AND ')})`,
+    where: `h."linkUniq" IN (${among})`,
     params,
-    links: { workspaceId: caller.workspaceId, byDimension: false },
+    links: { workspaceId: caller.workspaceId, byDimension: false, among },
   }
 }
 
