@@ -147,3 +147,33 @@ t.test('retention trims both tiers at the same midnight UTC', async (t) => {
   t.same(stats.totals, { clicks: 7, visitors: 6, bots: 1 }, 'what is left: the 10th to the 12th')
   t.same(edges.totals, { clicks: 7, visitors: 6, bots: 0 }, 'and up to 05:00 on the 12th (the bot came at 23:30)')
 })
+
+t.test('top links: read from the candidates when that is exact, from every link when not', async (t) => {
+  const ownToken = await createWorkspaceToken(prisma, { workspace: 'tops', defaultDomain: 'go.tops.test' })
+  const own = apiClient(app, ownToken)
+  const links: Link[] = []
+  for (let i = 0; i < 7; i++) links.push(await own.link({ url: `https://example.com/${i}`, id: `t${i}`, tags: ['t'] }))
+  const wsId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'tops' } })).id
+  const batch: StoredVisit[] = []
+  // Links 0 to 4: many clicks in January; link 5: two in March, link 6: one in March.
+  for (let i = 0; i < 5; i++) for (let n = 0; n < 10 - i; n++) batch.push({ ...visit(links[i], `2031-01-0${1 + i}T10:0${n}:00Z`, n), workspaceId: wsId })
+  batch.push({ ...visit(links[5], '2031-03-02T10:00:00Z', 1), workspaceId: wsId }, { ...visit(links[5], '2031-03-02T11:00:00Z', 2), workspaceId: wsId })
+  batch.push({ ...visit(links[6], '2031-03-03T10:00:00Z', 3), workspaceId: wsId })
+
+  await storeVisits(database, batch)
+  const top = async (params: string) =>
+    (await own.get(`/v1/stats?limit=1&${params}`)).json().top.links.map((link: { slug: string; clicks: number }) => [link.slug, link.clicks])
+  const read = async () => ({
+    march: await top('from=2031-03-01T00:00:00Z&to=2031-04-01T00:00:00Z'),
+    marchTag: await top('from=2031-03-01T00:00:00Z&to=2031-04-01T00:00:00Z&tag=t'),
+    all: await top('from=2031-01-01T00:00:00Z&to=2031-04-01T00:00:00Z'),
+    allTag: await top('from=2031-01-01T00:00:00Z&to=2031-04-01T00:00:00Z&tag=t'),
+  })
+  const raw = await read()
+  t.same(raw.march, [['t5', 2]], 'the five busiest links of all time had no click in March: every link is summed')
+  t.same(raw.marchTag, [['t5', 2]], 'with a tag too')
+  t.same(raw.all, [['t0', 10]], 'the busiest link of all time is the busiest of the range')
+  t.same(raw.allTag, [['t0', 10]])
+  await app.visitRollup.run(new Date('2031-06-01T00:00:00Z'))
+  t.same(await read(), raw, 'the same once summed (bounds from LinkClicks instead of the raw visits)')
+})
