@@ -26,9 +26,10 @@ export interface StatsSource {
   params: unknown[]
   /**
    * How the top links are read: the `link` dimension of the workspace's aggregates, or the links' own totals;
-   * `among` selects the uniqs of the links that may be listed (with the source's parameters).
+   * `among` selects the uniqs of the links that may be listed, with parameters of its own (PostgreSQL refuses a
+   * parameter that a statement does not use).
    */
-  links?: { workspaceId: number; byDimension: boolean; among: string }
+  links?: { workspaceId: number; byDimension: boolean; among: { sql: string; params: unknown[] } }
 }
 
 export interface Counts {
@@ -64,7 +65,7 @@ async function query<Row>(prisma: PrismaClient, sql: string, params: unknown[]):
 /** A statement's parameters: the source's, then its own, each added where the SQL names it. */
 class Params {
   readonly values: unknown[]
-  constructor(source: StatsSource) {
+  constructor(source: { params: unknown[] }) {
     this.values = [...source.params]
   }
   add(value: unknown): string {
@@ -238,7 +239,7 @@ const CANDIDATES_PER_ENTRY = 5
 export async function readTopLinks(prisma: PrismaClient, source: StatsSource, range: StatsRange, limit: number): Promise<TopLinkRow[]> {
   if (!source.links) return []
   const width = limit * CANDIDATES_PER_ENTRY
-  const bounds = await readClickBounds(prisma, source, source.links.among, width + 1)
+  const bounds = await readClickBounds(prisma, source.links.among, width + 1)
   if (bounds.length <= width) return sumTopLinks(prisma, source, range, limit, bounds.map((bound) => bound.uniq))
   const top = await sumTopLinks(prisma, source, range, limit, bounds.slice(0, width).map((bound) => bound.uniq))
   const needed = top.length === limit ? top[limit - 1].clicks : 1
@@ -247,15 +248,15 @@ export async function readTopLinks(prisma: PrismaClient, source: StatsSource, ra
 }
 
 /** The `count` links of `among` with the most clicks of all time, most first: an upper bound of any range's. */
-async function readClickBounds(prisma: PrismaClient, source: StatsSource, among: string, count: number) {
-  const params = new Params(source)
+async function readClickBounds(prisma: PrismaClient, among: { sql: string; params: unknown[] }, count: number) {
+  const params = new Params(among)
   const rows = await query<{ uniq: number; most: bigint | number }>(
     prisma,
     `WITH "pending" AS (
        SELECT v."linkUniq", count(*) FILTER (WHERE NOT v."bot") AS "clicks" FROM "analytics"."Visit" v
        WHERE v."at" >= (SELECT "rolledUpTo" FROM "analytics"."Rollup") GROUP BY 1)
      SELECT u."uniq", coalesce(c."clicks", 0) + coalesce(p."clicks", 0) AS "most"
-     FROM (${among}) AS u("uniq")
+     FROM (${among.sql}) AS u("uniq")
        LEFT JOIN "analytics"."LinkClicks" c ON c."linkUniq" = u."uniq"
        LEFT JOIN "pending" p ON p."linkUniq" = u."uniq"
      WHERE coalesce(c."clicks", 0) + coalesce(p."clicks", 0) > 0

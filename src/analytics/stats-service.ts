@@ -94,7 +94,7 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
       tables: WORKSPACE_TABLES,
       where: domain === undefined ? 'h."workspaceId" = $1::int' : 'h."workspaceId" = $1::int AND h."domain" = $2::text',
       params: domain === undefined ? [caller.workspaceId] : [caller.workspaceId, domain],
-      links: { workspaceId: caller.workspaceId, byDimension: true, among: 'SELECT l."uniq" FROM "Link" l WHERE l."workspaceId" = $1::int' },
+      links: { workspaceId: caller.workspaceId, byDimension: true, among: { sql: 'SELECT l."uniq" FROM "Link" l WHERE l."workspaceId" = $1::int', params: [caller.workspaceId] } },
     }
   }
   const params: unknown[] = [caller.workspaceId]
@@ -107,7 +107,7 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
     tables: LINK_TABLES,
     where: `h."linkUniq" IN (${among})`,
     params,
-    links: { workspaceId: caller.workspaceId, byDimension: false, among },
+    links: { workspaceId: caller.workspaceId, byDimension: false, among: { sql: among, params } },
   }
 }
 
