@@ -84,12 +84,17 @@ function rangeParams(params: Params, range: StatsRange) {
   const [from, to] = [range.from.getTime(), range.to.getTime()]
   let [dayStart, dayEnd] = [Math.ceil(from / DAY) * DAY, Math.floor(to / DAY) * DAY]
   if (dayStart >= dayEnd) dayStart = dayEnd = to
-  const instant = (at: number) => params.add(new Date(at).toISOString())
+  // Each is added to the parameters when the SQL first names it: PostgreSQL refuses a parameter left unused.
+  const instant = (at: number) => {
+    let placeholder: string | undefined
+    return () => (placeholder ??= params.add(new Date(at).toISOString()))
+  }
+  const [fromAt, toAt, dayStartAt, dayEndAt] = [from, to, dayStart, dayEnd].map(instant)
   return {
-    from: instant(from),
-    to: instant(to),
-    dayStart: instant(dayStart),
-    dayEnd: instant(dayEnd),
+    get from() { return fromAt() },
+    get to() { return toAt() },
+    get dayStart() { return dayStartAt() },
+    get dayEnd() { return dayEndAt() },
     has: { before: from < dayStart, days: dayStart < dayEnd, after: dayEnd < to },
   }
 }
@@ -128,13 +133,13 @@ const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('ref
 
 /**
  * The source's rows over the range, in pieces that each read one span by its index: the whole UTC days from the
- * daily tier (when `useDays`, an SQL boolean; else from the hourly one), the partial days at the edges from the
+ * daily tier (when `useDays()`, an SQL boolean, asked for only if there are whole days; else from the hourly one), the partial days at the edges from the
  * hourly tier, and the raw visits from "rolledUpTo" on as rows of one visit each. The aggregates hold every
  * visit before "rolledUpTo" and none after, in both tiers alike, so the pieces add up exactly.
  * Columns: the tables' keys, "dimension", "hour" (of a daily row: its day), "value", "clicks", "visitors",
  * "bots"; aliased h.
  */
-function rangeRows(source: StatsSource, r: RangeParams, useDays: string): string {
+function rangeRows(source: StatsSource, r: RangeParams, useDays: () => string): string {
   const link = source.tables === LINK_TABLES
   const keys = link ? '"linkUniq"' : '"workspaceId", "domain"'
   const counts = `"value", "clicks", "visitors", "bots"`
@@ -147,10 +152,10 @@ function rangeRows(source: StatsSource, r: RangeParams, useDays: string): string
   const pieces = [
     r.has.before && hours(r.from, r.dayStart),
     r.has.after && hours(r.dayEnd, r.to),
-    r.has.days && hours(r.dayStart, r.dayEnd, `NOT ${useDays}`),
+    r.has.days && hours(r.dayStart, r.dayEnd, `NOT ${useDays()}`),
     r.has.days &&
       `SELECT ${keys}, "dimension", "day", ${counts} FROM ${source.tables.daily} h
-      WHERE ${source.where} AND h."day" >= ${r.dayStart}::timestamptz AND h."day" < ${r.dayEnd}::timestamptz AND ${useDays}`,
+      WHERE ${source.where} AND h."day" >= ${r.dayStart}::timestamptz AND h."day" < ${r.dayEnd}::timestamptz AND ${useDays()}`,
   ].filter(Boolean)
   return `(${pieces.join('\n    UNION ALL\n    ')}
     UNION ALL
@@ -171,7 +176,7 @@ export async function readSeries(prisma: PrismaClient, source: StatsSource, rang
     `WITH "counted" AS (
        SELECT date_trunc('${range.interval}', h."hour", ${zone}::text) AS "start",
               sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors", sum(h."bots") AS "bots"
-       FROM ${rangeRows(source, r, daysFitBucketsSql(range.interval, r, zone))}
+       FROM ${rangeRows(source, r, () => daysFitBucketsSql(range.interval, r, zone))}
        WHERE h."dimension" = 'total'
        GROUP BY 1)
      SELECT b."start", coalesce(c."clicks", 0)::int8 AS "clicks", coalesce(c."visitors", 0)::int8 AS "visitors",
@@ -202,7 +207,7 @@ export async function readTops(prisma: PrismaClient, source: StatsSource, range:
     `SELECT "dimension", "value", "clicks", "visitors" FROM (
        SELECT h."dimension", h."value", sum(h."clicks")::int8 AS "clicks", sum(h."visitors")::int8 AS "visitors",
               row_number() OVER (PARTITION BY h."dimension" ORDER BY sum(h."clicks") DESC, h."value") AS "rank"
-       FROM ${rangeRows(source, r, 'true')}
+       FROM ${rangeRows(source, r, () => 'true')}
        WHERE h."dimension" = ANY(${params.add([...TOP_DIMENSIONS])}::text[])
        GROUP BY h."dimension", h."value"
        HAVING sum(h."clicks") > 0) ranked
@@ -274,11 +279,11 @@ async function sumTopLinks(prisma: PrismaClient, source: StatsSource, range: Sta
   const r = rangeParams(params, range)
   const perLink = links.byDimension
     ? `SELECT h."value"::int AS "uniq", sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors"
-       FROM ${rangeRows(source, r, 'true')} WHERE h."dimension" = 'link'
+       FROM ${rangeRows(source, r, () => 'true')} WHERE h."dimension" = 'link'
          ${only ? `AND h."value" = ANY(${params.add(only.map(String))}::text[])` : ''}
        GROUP BY h."value"`
     : `SELECT h."linkUniq" AS "uniq", sum(h."clicks") AS "clicks", sum(h."visitors") AS "visitors"
-       FROM ${rangeRows(source, r, 'true')} WHERE h."dimension" = 'total'
+       FROM ${rangeRows(source, r, () => 'true')} WHERE h."dimension" = 'total'
          ${only ? `AND h."linkUniq" = ANY(${params.add(only)}::int[])` : ''}
        GROUP BY h."linkUniq"`
   const rows = await query<{ uniq: number; domain: string; slug: string; clicks: bigint; visitors: bigint }>(
