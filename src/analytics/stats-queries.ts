@@ -133,8 +133,8 @@ const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('ref
 
 /**
  * The source's rows over the range, in pieces that each read one span by its index: the whole UTC days from the
- * daily tier (when `useDays()`, an SQL boolean, asked for only if there are whole days; else from the hourly one), the partial days at the edges from the
- * hourly tier, and the raw visits from "rolledUpTo" on as rows of one visit each. The aggregates hold every
+ * daily tier (when `useDays()`, an SQL boolean asked for only if there are whole days; else from the hourly
+ * one), the partial days at the edges from the hourly tier, and the raw visits from "rolledUpTo" on as rows of one visit each. The aggregates hold every
  * visit before "rolledUpTo" and none after, in both tiers alike, so the pieces add up exactly.
  * Columns: the tables' keys, "dimension", "hour" (of a daily row: its day), "value", "clicks", "visitors",
  * "bots"; aliased h.
