@@ -8,14 +8,16 @@
  *
  * DATABASE_URL names the PostgreSQL server (default postgresql://postgres@127.0.0.1:5432/test); a throwaway
  * database is created on it and dropped at the end. BENCH_LINK_VISITS, BENCH_WORKSPACE_VISITS, BENCH_LINKS and
- * BENCH_RUNS scale it down (or up).
+ * BENCH_RUNS scale it down (or up). BENCH_KEEP_DATABASE=1 keeps the database; BENCH_DATABASE=<its name> runs the
+ * cases again on it without loading (migrations are applied first, so a new one is measured on the same data).
  */
 import { availableParallelism, loadavg } from 'node:os'
 import pg from 'pg'
 import { storeVisits, type StoredVisit } from '../src/analytics/visit-store.js'
-import type { Database } from '../src/db/database.js'
+import { SESSION_OPTIONS, type Database } from '../src/db/database.js'
 import { buildApp } from '../src/app.js'
 import { createWorkspaceToken, testConfig } from '../test/support/test-app.js'
+import { createToken } from '../src/workspaces/workspace-repository.js'
 import { openBenchDatabase, percentile } from './support/bench-database.js'
 
 const LINK_VISITS = Number(process.env.BENCH_LINK_VISITS ?? 1_000_000)
@@ -145,16 +147,11 @@ function zipf(n: number): () => number {
   }
 }
 
-const bench = await openBenchDatabase('bench_stats')
-const { database, queries, url } = bench
-const { prisma } = database
-try {
-  const token = await createWorkspaceToken(prisma, { workspace: 'bench', defaultDomain: 'go.bench.test' })
-  const bigToken = await createWorkspaceToken(prisma, { workspace: 'big', defaultDomain: 'go.big.test' })
+/** The two workspaces, their links and their visits. */
+async function load(sql: pg.Client) {
+  await createWorkspaceToken(prisma, { workspace: 'bench', defaultDomain: 'go.bench.test' })
+  await createWorkspaceToken(prisma, { workspace: 'big', defaultDomain: 'go.big.test' })
   const ids = Object.fromEntries((await prisma.workspace.findMany()).map((w) => [w.name, w.id]))
-  const sql = new pg.Client({ connectionString: url })
-  sql.on('error', () => {})
-  await sql.connect()
 
   // (a) One link, alone in its workspace.
   const [{ uniq: hot }] = (await sql.query<{ uniq: number }>(
@@ -179,9 +176,22 @@ try {
   const rank = zipf(order.length)
   await store(database, WORKSPACE_VISITS, () => ({ uniq: order[rank()], workspaceId: ids.big, domain: 'go.big.test' }), 'workspace')
   await sql.query('VACUUM ANALYZE')
+}
+
+const bench = await openBenchDatabase('bench_stats')
+const { database, queries, url } = bench
+const { prisma } = database
+try {
+  const sql = new pg.Client({ connectionString: url, options: SESSION_OPTIONS })
+  sql.on('error', () => {})
+  await sql.connect()
+  if (!bench.reused) await load(sql)
+  const token = (await createToken(prisma, { workspace: 'bench' })).token
+  const bigToken = (await createToken(prisma, { workspace: 'big' })).token
+  const [{ uniq: hot }] = (await sql.query<{ uniq: number }>(`SELECT "uniq" FROM "Link" WHERE "slug" = 'hot'`)).rows
   const sizes = await sql.query<{ table: string; rows: string }>(
     `SELECT relname AS "table", reltuples::int8::text AS "rows" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = 'analytics' AND c.relkind IN ('r', 'p') AND relname IN ('LinkHourly', 'WorkspaceHourly') ORDER BY 1`,
+     WHERE n.nspname = 'analytics' AND c.relkind IN ('r', 'p') AND relname IN ('LinkHourly', 'WorkspaceHourly', 'LinkDaily', 'WorkspaceDaily') ORDER BY 1`,
   )
   console.log(sizes.rows.map((row) => `${row.table}: ${row.rows} rows`).join(', '))
 

@@ -6,7 +6,7 @@
 import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
-import { openDatabase, poolTransaction, type Database } from '../../src/db/database.js'
+import { openDatabase, poolTransaction, SESSION_OPTIONS, type Database } from '../../src/db/database.js'
 import { PrismaClient } from '../../src/generated/prisma/client.js'
 
 export interface LoggedQuery {
@@ -20,8 +20,10 @@ export interface BenchDatabase {
   /** The connection string of the benchmark's database. */
   url: string
   queries: LoggedQuery[]
-  /** Closes the connections and drops the database. */
+  /** Closes the connections and drops the database (unless kept). */
   drop(): Promise<void>
+  /** A kept database, already loaded. */
+  reused: boolean
 }
 
 const SERVER_URL = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test'
@@ -36,20 +38,30 @@ async function onServer(sql: string): Promise<void> {
   }
 }
 
+/**
+ * BENCH_DATABASE names a database kept by an earlier run (BENCH_KEEP_DATABASE=1 keeps it, for EXPLAINs by hand):
+ * it is reused as it is (`reused`; migrations still applied) and kept, so that a benchmark can skip its loading.
+ */
 export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> {
-  const name = `${prefix}_${randomBytes(4).toString('hex')}`
+  const reused = process.env.BENCH_DATABASE
+  const name = reused ?? `${prefix}_${randomBytes(4).toString('hex')}`
   const address = new URL(SERVER_URL)
   address.pathname = `/${name}`
   const url = address.toString()
-  await onServer(`CREATE DATABASE "${name}"`)
-  const drop = () => onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  if (!reused) await onServer(`CREATE DATABASE "${name}"`)
+  const keep = reused !== undefined || process.env.BENCH_KEEP_DATABASE === '1'
+  const drop = async () => {
+    if (keep) console.log(`database ${name} kept`)
+    else await onServer(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
+  }
   try {
     await (await openDatabase({ databaseUrl: url, dataDir: 'unused' })).close()
   } catch (error) {
     await drop()
     throw error
   }
-  const pool = new pg.Pool({ connectionString: url, max: 10 })
+  // The service's own session settings (src/db/database.ts), so that the statements run as they would there.
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: SESSION_OPTIONS })
   // Dropping the database at the end ends these connections; that is no error.
   pool.on('error', () => {})
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), log: [{ emit: 'event', level: 'query' }] })
@@ -71,6 +83,7 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
     database,
     url,
     queries,
+    reused: reused !== undefined,
     async drop() {
       await database.close()
       await drop()

@@ -1,7 +1,7 @@
 /**
  * The monthly partitions of analytics."Visit": created ahead of time (this month and the next ones) so that a
  * batch never waits for DDL, and dropped whole once older than the retention, which costs nothing like a
- * DELETE of millions of rows. The hourly aggregates and the seen-today rows are trimmed at the same time.
+ * DELETE of millions of rows. The aggregates (hourly and daily) and the seen-today rows are trimmed at the same time.
  * Every instance runs this; the DDL is idempotent and a race between two instances is harmless.
  */
 import type { PrismaClient } from '../db/database.js'
@@ -65,7 +65,7 @@ export async function createPartitionsAhead(prisma: PrismaClient, now: Date): Pr
 }
 
 /**
- * Drops the partitions whose every visit is older than `retentionDays`, deletes aggregates older than that and
+ * Drops the partitions whose every visit is older than `retentionDays`, deletes aggregates older than that (from a whole UTC day) and
  * seen-today rows older than yesterday. Returns the partitions dropped.
  */
 export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays: number): Promise<string[]> {
@@ -80,8 +80,12 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
     await prisma.$executeRawUnsafe(`DROP TABLE IF EXISTS "analytics"."${name}"`)
     known.get(prisma)?.delete(name)
   }
-  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."LinkHourly" WHERE "hour" < $1::timestamptz`, cutoff.toISOString())
-  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."WorkspaceHourly" WHERE "hour" < $1::timestamptz`, cutoff.toISOString())
+  // Both tiers are cut at the same midnight UTC: a daily row stands for all its day's hours, so a day is kept or
+  // dropped whole in each (hourly rows of the cutoff's own day stay, at most a day past the retention).
+  const day = new Date(Math.floor(cutoff.getTime() / 86_400_000) * 86_400_000).toISOString()
+  for (const [table, time] of [['LinkHourly', 'hour'], ['WorkspaceHourly', 'hour'], ['LinkDaily', 'day'], ['WorkspaceDaily', 'day']]) {
+    await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."${table}" WHERE "${time}" < $1::timestamptz`, day)
+  }
   const yesterday = new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10)
   await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, yesterday)
   return expired

@@ -5,7 +5,7 @@ import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
 import type { StoredLink } from '../links/link-repository.js'
 import type { Caller } from '../plugins/auth.js'
-import { readSeries, readTopLinks, readTops, withPendingFrom, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
+import { LINK_TABLES, WORKSPACE_TABLES, readSeries, readTopLinks, readTops, withPendingFrom, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
 import { formatInZone, parseRange, tooManyPoints, type StatsRange } from './stats-range.js'
 
 export interface StatsContext {
@@ -67,7 +67,7 @@ const now = (context: StatsContext) => context.now?.() ?? new Date()
 
 export async function linkStats(context: StatsContext, link: StoredLink, query: StatsRequest): Promise<LinkStatsBody> {
   const range = parseRange(query, now(context))
-  const source: StatsSource = { table: '"analytics"."LinkHourly"', where: 'h."linkUniq" = $1::int', params: [link.uniq] }
+  const source: StatsSource = { tables: LINK_TABLES, where: 'h."linkUniq" = $1::int', params: [link.uniq] }
   const { common, tops } = await read(context, source, range, query.limit ?? STATS_LIMIT.default)
   return { link: { uniq: link.uniq, domain: link.domain, slug: link.slug }, ...common, top: tops }
 }
@@ -92,10 +92,10 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
   const tagKeys = [...new Set((query.tag ?? []).map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
   if (tagKeys.length === 0 && query.folderId === undefined) {
     return {
-      table: '"analytics"."WorkspaceHourly"',
+      tables: WORKSPACE_TABLES,
       where: domain === undefined ? 'h."workspaceId" = $1::int' : 'h."workspaceId" = $1::int AND h."domain" = $2::text',
       params: domain === undefined ? [caller.workspaceId] : [caller.workspaceId, domain],
-      links: { workspaceId: caller.workspaceId, byDimension: true },
+      links: { workspaceId: caller.workspaceId, byDimension: true, among: { sql: 'SELECT l."uniq" FROM "Link" l WHERE l."workspaceId" = $1::int', params: [caller.workspaceId] } },
     }
   }
   const params: unknown[] = [caller.workspaceId]
@@ -103,11 +103,12 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
   if (domain !== undefined) conditions.push(`l."domain" = $${params.push(domain)}::text`)
   if (tagKeys.length > 0) conditions.push(`l."tagKeys" @> $${params.push(tagKeys)}::text[]`)
   if (query.folderId !== undefined) conditions.push(`l."folderId" = $${params.push(query.folderId)}::int`)
+  const among = `SELECT l."uniq" FROM "Link" l WHERE ${conditions.join(' AND ')}`
   return {
-    table: '"analytics"."LinkHourly"',
-    where: `h."linkUniq" IN (SELECT l."uniq" FROM "Link" l WHERE ${conditions.join(' AND ')})`,
+    tables: LINK_TABLES,
+    where: `h."linkUniq" IN (${among})`,
     params,
-    links: { workspaceId: caller.workspaceId, byDimension: false },
+    links: { workspaceId: caller.workspaceId, byDimension: false, among: { sql: among, params } },
   }
 }
 

@@ -1,12 +1,14 @@
 /**
- * The one statement that adds visits to the hourly aggregates (LinkHourly, WorkspaceHourly) and to the links'
- * all-time clicks (LinkClicks); it answers one row, the number of visits it added. Its visits come from `source`, any SELECT giving analytics."Visit"'s columns: a
- * minute of raw rows for the rollup (visit-rollup.ts), or a batch's late visits (visit-store.ts).
+ * The one statement that adds visits to the aggregates, hourly (LinkHourly, WorkspaceHourly) and daily (LinkDaily,
+ * WorkspaceDaily), and to the links' all-time clicks (LinkClicks); it answers one row, the number of visits it
+ * added. Its visits come from `source`, any SELECT giving analytics."Visit"'s columns: a minute of raw rows for
+ * the rollup (visit-rollup.ts), or a batch's late visits (visit-store.ts).
  *
  * PostgreSQL sums the visits by their combination of facts, spreads each combination over the breakdowns and sums
  * again: cheaper there than building those rows in JavaScript and sending them. Rows are written in key order,
  * so two writers at once take their row locks in the same order and wait for each other instead of deadlocking.
- * Hours are cut in UTC (a zone with a half-hour offset would cut them elsewhere).
+ * Hours and days are cut in UTC (a zone with a half-hour offset would cut them elsewhere); both tiers are written
+ * together, so they always hold the same visits, and stats may read a whole UTC day from either.
  */
 
 /**
@@ -15,7 +17,38 @@
  */
 export const MAX_AGGREGATE_VALUE = 1024
 
+/** The two tiers of aggregates: the time column of each and how a visit's hour is cut to it. */
+const TIERS = [
+  { suffix: 'Hourly', time: '"hour"', cut: (hour: string) => hour },
+  { suffix: 'Daily', time: '"day"', cut: (hour: string) => `date_trunc('day', ${hour}, 'UTC')` },
+] as const
+
+/**
+ * An upsert of rows summed from `rows` (with an "hour" column) into one table of a tier: `keys` before the time
+ * column, `after` between it and "value"; `visitors` names the column of `rows` that counts that table's visitors.
+ */
+function upsert(table: string, tier: (typeof TIERS)[number], keys: string[], after: string[], visitors: string, rows: string): string {
+  const columns = [...keys, '"dimension"', tier.time, ...after, '"value"']
+  const selected = [...keys, '"dimension"', tier.cut('"hour"'), ...after, '"value"']
+  const positions = columns.map((_, i) => i + 1).join(', ')
+  return `INSERT INTO "analytics"."${table}" (${columns.join(', ')}, "clicks", "visitors", "bots")
+       SELECT ${selected.join(', ')}, sum("clicks"), sum(${visitors}), sum("bots")
+       FROM ${rows} GROUP BY ${positions} ORDER BY ${positions}
+       ON CONFLICT (${columns.join(', ')}) DO UPDATE SET
+         "clicks" = "${table}"."clicks" + EXCLUDED."clicks",
+         "visitors" = "${table}"."visitors" + EXCLUDED."visitors",
+         "bots" = "${table}"."bots" + EXCLUDED."bots"`
+}
+
 export function aggregateVisitsSql(source: string): string {
+  const tiers = TIERS.map(
+    (tier) => `link_${tier.suffix} AS (
+       ${upsert(`Link${tier.suffix}`, tier, ['"linkUniq"'], [], '"linkVisitors"', 'breakdown')}
+     ),
+     workspace_${tier.suffix} AS (
+       ${upsert(`Workspace${tier.suffix}`, tier, ['"workspaceId"'], ['"domain"'], '"workspaceVisitors"', 'workspace')}
+     ),`,
+  )
   return `WITH c AS (
        SELECT v."linkUniq", v."workspaceId", v."domain", date_trunc('hour', v."at", 'UTC') AS "hour",
          coalesce(v."country", '') AS "country", coalesce(v."referrerHost", '') AS "referrer", v."device",
@@ -31,29 +64,13 @@ export function aggregateVisitsSql(source: string): string {
        FROM c CROSS JOIN LATERAL (VALUES ('total', ''), ('country', c."country"), ('referrer', c."referrer"),
          ('device', c."device"), ('os', c."os"), ('browser', c."browser"), ('destination', c."destination")) AS d("dimension", "value")
      ),
-     link_rows AS (
-       INSERT INTO "analytics"."LinkHourly" ("linkUniq", "dimension", "hour", "value", "clicks", "visitors", "bots")
-       SELECT "linkUniq", "dimension", "hour", "value", sum("clicks"), sum("linkVisitors"), sum("bots")
-       FROM breakdown GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
-       ON CONFLICT ("linkUniq", "dimension", "hour", "value") DO UPDATE SET
-         "clicks" = "LinkHourly"."clicks" + EXCLUDED."clicks",
-         "visitors" = "LinkHourly"."visitors" + EXCLUDED."visitors",
-         "bots" = "LinkHourly"."bots" + EXCLUDED."bots"
+     -- The workspace's rows: every breakdown, and one more, link (value: the uniq), for the top links.
+     workspace AS (
+       SELECT "workspaceId", "dimension", "hour", "domain", "value", "clicks", "workspaceVisitors", "bots" FROM breakdown
+       UNION ALL
+       SELECT "workspaceId", 'link', "hour", "domain", "linkUniq"::text, "clicks", "workspaceVisitors", "bots" FROM c
      ),
-     workspace_rows AS (
-       INSERT INTO "analytics"."WorkspaceHourly" ("workspaceId", "dimension", "hour", "domain", "value", "clicks", "visitors", "bots")
-       SELECT "workspaceId", "dimension", "hour", "domain", "value", sum("clicks"), sum("workspaceVisitors"), sum("bots")
-       FROM (
-         SELECT "workspaceId", "dimension", "hour", "domain", "value", "clicks", "workspaceVisitors", "bots" FROM breakdown
-         UNION ALL
-         SELECT "workspaceId", 'link', "hour", "domain", "linkUniq"::text, "clicks", "workspaceVisitors", "bots" FROM c
-       ) AS w
-       GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5
-       ON CONFLICT ("workspaceId", "dimension", "hour", "domain", "value") DO UPDATE SET
-         "clicks" = "WorkspaceHourly"."clicks" + EXCLUDED."clicks",
-         "visitors" = "WorkspaceHourly"."visitors" + EXCLUDED."visitors",
-         "bots" = "WorkspaceHourly"."bots" + EXCLUDED."bots"
-     ),
+     ${tiers.join('\n     ')}
      click_rows AS (
        INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks")
        SELECT "linkUniq", sum("clicks") FROM c GROUP BY 1 HAVING sum("clicks") > 0 ORDER BY 1

@@ -65,6 +65,14 @@ export const CONNECT_TIMEOUT_MS = 3000
  */
 const POOL_SIZE = 10
 
+/**
+ * Settings of the main pool's sessions. JIT off: PostgreSQL compiles a statement whose estimated cost passes
+ * jit_above_cost, which the stats over months of aggregates do, and compiling took 0.3 to 2 s on this service's
+ * machines, for statements that run in tens of milliseconds without it (bench:stats). Nothing here runs long
+ * enough for compiled expressions to pay back.
+ */
+export const SESSION_OPTIONS = '-c jit=off'
+
 /** The visitor reads' own connections: the redirect cache has at most 2 reads under way (redirect-view.ts). */
 const VISITOR_POOL_SIZE = 2
 
@@ -82,7 +90,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
       await client.end()
     }
   }
-  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: POOL_SIZE })
+  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: POOL_SIZE, options: SESSION_OPTIONS })
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {})
   const visitorPool = new pg.Pool({
