@@ -10,6 +10,7 @@ import { dropExpired } from '../../src/analytics/partitions.js'
 import { storeVisits, type StoredVisit } from '../../src/analytics/visit-store.js'
 import { apiClient } from '../support/api-client.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
+import { BOT, storedVisit } from './stored-visit.js'
 
 const { app, prisma, database } = await buildTestApp(t)
 const token = await createWorkspaceToken(prisma, { workspace: 'acme', defaultDomain: 'go.acme.test' })
@@ -17,24 +18,9 @@ const api = apiClient(app, token)
 const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'acme' } })).id
 
 type Link = { uniq: number; domain: string }
-const visit = (link: Link, at: string, visitor: number, extra: Partial<StoredVisit> = {}): StoredVisit => ({
-  at: new Date(at),
-  linkUniq: link.uniq,
-  workspaceId,
-  domain: link.domain,
-  country: 'US',
-  referrerHost: 'news.example',
-  device: 'desktop',
-  os: 'Windows',
-  browser: 'Chrome',
-  destination: 'https://example.com/a',
-  reason: 'default',
-  answer: 'redirect',
-  bot: false,
-  visitor: String(visitor),
-  ...extra,
-})
-const bot = { bot: true, device: 'bot', os: null, browser: null, referrerHost: null, answer: 'crawler' } as const
+const visit = (link: Link, at: string, visitor: number, extra: Partial<StoredVisit> = {}) =>
+  storedVisit({ ...link, workspaceId }, at, visitor, { referrerHost: 'news.example', ...extra })
+const bot = BOT
 const setRolledUpTo = (at: string) => prisma.$executeRawUnsafe(`UPDATE "analytics"."Rollup" SET "rolledUpTo" = $1::timestamptz`, at)
 
 /** Rows of a tier summed per UTC day, to compare the tiers. */

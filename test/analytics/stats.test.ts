@@ -4,9 +4,10 @@
  * all-time clicks on the link record. Visits go in through storeVisits, the recorder's own way in.
  */
 import t from 'tap'
-import { storeVisits, type StoredVisit } from '../../src/analytics/visit-store.js'
+import { storeVisits } from '../../src/analytics/visit-store.js'
 import { apiClient } from '../support/api-client.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
+import { storedVisit } from './stored-visit.js'
 
 type Json = Record<string, any>
 
@@ -23,25 +24,7 @@ async function workspace() {
 
 type Link = { uniq: number; domain: string; id: string; workspaceId: number }
 
-/** A visit of `link` at `at` by person `visitor`; the rest defaults to an unremarkable desktop visit. */
-const visit = (link: Link, at: string, visitor: number, extra: Partial<StoredVisit> = {}): StoredVisit => ({
-  at: new Date(at),
-  linkUniq: link.uniq,
-  workspaceId: link.workspaceId,
-  domain: link.domain,
-  country: 'US',
-  referrerHost: null,
-  device: 'desktop',
-  os: 'Windows',
-  browser: 'Chrome',
-  destination: 'https://example.com/a',
-  reason: 'default',
-  answer: 'redirect',
-  bot: false,
-  visitor: String(visitor),
-  ...extra,
-})
-
+const visit = storedVisit
 const bot = { bot: true, device: 'bot', os: null, browser: null, answer: 'crawler' } as const
 const query = (params: Record<string, string | number>) => new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString()
 
