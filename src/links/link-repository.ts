@@ -88,13 +88,9 @@ function sqlValues(data: Record<string, unknown>, params: unknown[]): { name: st
   })
 }
 
-/** A link without pixels and scripts: one INSERT … RETURNING, no transaction and nothing read again. */
-async function insertPlainLink(
-  database: Database,
-  link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
-): Promise<StoredLink> {
-  const now = new Date()
-  const data: Record<string, unknown> = {
+/** The columns of a new link's row, by name: its settings and where it lives; created and updated `now`. */
+function newLinkColumns(link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings }, now: Date): Record<string, unknown> {
+  return {
     ...columns(link.settings),
     url: link.settings.url,
     workspaceId: link.workspaceId,
@@ -104,6 +100,14 @@ async function insertPlainLink(
     createdAt: now,
     updatedAt: now,
   }
+}
+
+/** A link without pixels and scripts: one INSERT … RETURNING, no transaction and nothing read again. */
+async function insertPlainLink(
+  database: Database,
+  link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
+): Promise<StoredLink> {
+  const data = newLinkColumns(link, new Date())
   const params: unknown[] = []
   const values = sqlValues(data, params)
   const [row] = await database.sql<LinkRow>(
@@ -131,16 +135,7 @@ export async function insertPlainLinks(
   const params: unknown[] = []
   let names: string[] = []
   const tuples = links.map((link) => {
-    const data: Record<string, unknown> = {
-      ...columns(link.settings),
-      url: link.settings.url,
-      workspaceId: link.workspaceId,
-      domain: link.domain,
-      slug: link.slug,
-      slugKey: slugKey(link.slug),
-      createdAt: now,
-      updatedAt: now,
-    }
+    const data = newLinkColumns(link, now)
     if (names.length === 0) names = Object.keys(data)
     // Every link has the same columns (full settings); the first one's order is the statement's.
     const values = sqlValues(Object.fromEntries(names.map((name) => [name, data[name] ?? null])), params)
