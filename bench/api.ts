@@ -25,12 +25,10 @@
  * node flags for the service, e.g. --cpu-prof).
  */
 import autocannon from 'autocannon'
-import { execFileSync, fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { once } from 'node:events'
 import { loadavg } from 'node:os'
-import { fileURLToPath } from 'node:url'
-import { productionNode } from './support/production-node.js'
+import { ask, compileBench, startServer, stop } from './support/child-server.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -57,44 +55,15 @@ interface Stats {
   statements: number
 }
 
-const projectRoot = fileURLToPath(new URL('../', import.meta.url))
-
-/** The servers run compiled, as `npm start` runs the service (under tsx a process also holds its loader). */
-function compile(): string {
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.json', '--tsBuildInfoFile', 'dist/.tsbuildinfo.bench'], { cwd: projectRoot, stdio: 'inherit' })
-  return `${projectRoot}dist/bench/api-server.js`
-}
-
-async function start(script: string, mode: 'service' | 'bare'): Promise<Server> {
-  // The service runs as `npm start` runs it (its environment and node flags); the reference as plain node.
-  const production = mode === 'service' ? productionNode() : { env: {}, execArgv: [] }
-  const flags = mode === 'service' ? (process.env.BENCH_SERVICE_ARGS ?? '').split(' ').filter(Boolean) : []
-  const child = fork(script, [mode], {
-    execArgv: [...production.execArgv, ...flags],
-    // The service's log goes where production sends it (a pipe), read and dropped here.
-    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+/** The service and the reference; the service's log goes where production sends it (a pipe), read and dropped. */
+function start(script: string, mode: 'service' | 'bare'): Promise<Server> {
+  return startServer<Omit<Server, 'child'>>(script, mode, {
+    pipeOutput: true,
     env: {
-      ...process.env,
-      ...production.env,
       DATABASE_URL: process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test',
       REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
     },
   })
-  child.stdout!.resume()
-  const [message] = (await once(child, 'message')) as [Omit<Server, 'child'>]
-  return { child, ...message }
-}
-
-async function ask<T>(server: Server, question: string): Promise<T> {
-  server.child.send(question)
-  const [answer] = await once(server.child, 'message')
-  return answer as T
-}
-
-async function stop(server: Server): Promise<void> {
-  const exited = once(server.child, 'exit')
-  server.child.send('stop')
-  await exited
 }
 
 type Request = { method: string; path: string; body?: string }
@@ -255,7 +224,7 @@ const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
 
 async function main() {
   console.log('compiling (tsc)…')
-  const script = compile()
+  const script = compileBench('api-server')
   const [bare, service] = await Promise.all([start(script, 'bare'), start(script, 'service')])
   const atRest = await ask<Stats>(service, 'stats')
   const selected = scenarios.filter((scenario) => !ONLY || ONLY.includes(scenario.name))

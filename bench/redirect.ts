@@ -19,12 +19,11 @@
  * its run as if it had stopped the machine meanwhile (a bound from below).
  */
 import autocannon from 'autocannon'
-import { execFileSync, fork, type ChildProcess } from 'node:child_process'
+import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { get, type IncomingMessage } from 'node:http'
-import { fileURLToPath } from 'node:url'
-import { productionNode } from './support/production-node.js'
+import { ask, compileBench, startServer, stop } from './support/child-server.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -41,38 +40,7 @@ interface Server {
   cacheEntries?: number
 }
 
-const projectRoot = fileURLToPath(new URL('../', import.meta.url))
-
-/**
- * The servers run compiled, as `npm start` runs the service: under tsx a process holds its loader too (about
- * 35 MB more RSS) and runs code that is not quite what production runs.
- */
-function compile(): string {
-  execFileSync('npx', ['tsc', '-p', 'tsconfig.json', '--tsBuildInfoFile', 'dist/.tsbuildinfo.bench'], { cwd: projectRoot, stdio: 'inherit' })
-  return `${projectRoot}dist/bench/redirect-server.js`
-}
-
-/** The service runs with the flags and environment of `npm start`; the bare reference with Node's defaults. */
-async function start(script: string, mode: 'service' | 'bare'): Promise<Server> {
-  const production = productionNode()
-  const flags = mode === 'service' ? [...production.execArgv, ...(process.env.BENCH_SERVICE_ARGS ?? '').split(' ').filter(Boolean)] : []
-  const env = mode === 'service' ? { ...process.env, ...production.env } : process.env
-  const child = fork(script, [mode], { execArgv: flags, env, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] })
-  const [message] = (await once(child, 'message')) as [{ port: number; cacheEntries: number }]
-  return { child, ...message }
-}
-
-async function ask<T>(server: Server, question: string): Promise<T> {
-  server.child.send(question)
-  const [answer] = await once(server.child, 'message')
-  return answer as T
-}
-
-async function stop(server: Server): Promise<void> {
-  const exited = once(server.child, 'exit')
-  server.child.send('stop')
-  await exited
-}
+const start = (script: string, mode: 'service' | 'bare') => startServer<Omit<Server, 'child'>>(script, mode)
 
 /** 90% of the 1,000 hot links, 9% the next of the other 9,000 in turn, 1% a slug nobody made. */
 let coldCursor = 0
@@ -182,7 +150,7 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
 
 async function main() {
   console.log('compiling (tsc)…')
-  const script = compile()
+  const script = compileBench('redirect-server')
   const bare = await start(script, 'bare')
   const service = await start(script, 'service')
   console.log(
