@@ -19,6 +19,7 @@ import { randomBytes } from 'node:crypto'
 import { buildApp, loggerOptions } from '../src/app.js'
 import { loadConfig } from '../src/config/config.js'
 import { addDomain, createFolder, createToken, setLimits } from '../src/workspaces/workspace-repository.js'
+import { createScratchDatabase } from '../test/support/scratch-database.js'
 import { openTestDatabase } from '../test/support/test-app.js'
 
 export const BENCH_DOMAIN = 'go.bench.test'
@@ -42,21 +43,12 @@ const serverUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5
 
 if (mode === 'bare') {
   // A database of its own, dropped at the end.
-  const name = `bench_bare_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: serverUrl })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE "${name}"`)
-  await admin.end()
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  const pool = new pg.Pool({ connectionString: url.toString(), max: 10 })
+  const { url, drop } = await createScratchDatabase(serverUrl, 'bench_bare')
+  const pool = new pg.Pool({ connectionString: url, max: 10 })
   pool.on('error', () => {})
   teardowns.push(async () => {
     await pool.end()
-    const cleanup = new pg.Client({ connectionString: serverUrl })
-    await cleanup.connect()
-    await cleanup.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
-    await cleanup.end()
+    await drop()
   })
   // The columns of a link that a plain create fills, and the same unique key and list index.
   await pool.query(`CREATE TABLE "Link" (

@@ -8,7 +8,6 @@ import { appendFileSync, mkdirSync } from 'node:fs'
 import { dirname, relative } from 'node:path'
 import { randomBytes } from 'node:crypto'
 import { isIP } from 'node:net'
-import pg from 'pg'
 import { buildApp, type AppOptions } from '../../src/app.js'
 import { isLoopbackAddress } from '../../src/autofill/address-policy.js'
 import type { LookupFunction } from '../../src/autofill/guarded-agent.js'
@@ -16,11 +15,12 @@ import { loadConfig, type Config } from '../../src/config/config.js'
 import type { AutofillPluginOptions } from '../../src/plugins/autofill.js'
 import { openDatabase, type Database } from '../../src/db/database.js'
 import { addDomain, createToken } from '../../src/workspaces/workspace-repository.js'
+import { createScratchDatabase } from './scratch-database.js'
 
 export const DEFAULT_DOMAIN = 'short.test'
 export const OFFICIAL_DOMAIN = 'official.test'
 
-interface Teardown {
+export interface Teardown {
   teardown(fn: () => unknown): void
 }
 
@@ -42,22 +42,13 @@ export async function openTestDatabase(t: Teardown): Promise<{ database: Databas
     t.teardown(() => database.close())
     return { database }
   }
-  const name = `test_${process.pid}_${randomBytes(4).toString('hex')}`
-  const admin = new pg.Client({ connectionString: serverUrl })
-  await admin.connect()
-  await admin.query(`CREATE DATABASE "${name}"`)
-  await admin.end()
-  const url = new URL(serverUrl)
-  url.pathname = `/${name}`
-  const database = await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused' })
+  const { url, drop } = await createScratchDatabase(serverUrl, `test_${process.pid}`)
+  const database = await openDatabase({ databaseUrl: url, dataDir: 'unused' })
   t.teardown(async () => {
     await database.close()
-    const cleanup = new pg.Client({ connectionString: serverUrl })
-    await cleanup.connect()
-    await cleanup.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)
-    await cleanup.end()
+    await drop()
   })
-  return { database, url: url.toString() }
+  return { database, url }
 }
 
 export interface TestApp {
