@@ -7,7 +7,9 @@
 import { mkdtemp, rm, symlink, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { fileURLToPath } from 'node:url'
+import type { AddressInfo } from 'node:net'
+import { fileURLToPath, pathToFileURL } from 'node:url'
+import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import ts from 'typescript'
 
@@ -152,4 +154,27 @@ export function checkOutcome(t: Test, outcome: Outcome): void {
   t.match(outcome.taken, { status: 409, code: 'slug_taken', contentType: /^application\/problem\+json/ }, '409: a typed Problem')
   t.equal(outcome.deleted, 204, 'delete: 204')
   t.equal(outcome.afterDelete, 404, 'then the link is gone')
+}
+
+/**
+ * Emits the compiled client program (`dir/client.ts`, to `dir/out`), has it run the scenario against `app` over
+ * real HTTP with `token`, and checks what it saw.
+ */
+export async function runCompiledClient(
+  t: Test,
+  compiled: ReturnType<typeof compileClient>,
+  dir: string,
+  app: FastifyInstance,
+  token: string,
+): Promise<void> {
+  const emitted = compiled.program.emit()
+  t.same(describeDiagnostics(emitted.diagnostics), [])
+  t.equal(emitted.emitSkipped, false)
+
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as AddressInfo
+  const program = (await import(pathToFileURL(join(dir, 'out', 'client.js')).href)) as {
+    run(baseUrl: string, token: string): Promise<Outcome>
+  }
+  checkOutcome(t, await program.run(`http://127.0.0.1:${port}`, token))
 }
