@@ -9,19 +9,12 @@ import t from 'tap'
 import { dropExpired } from '../../src/analytics/partitions.js'
 import { storeVisits, type StoredVisit } from '../../src/analytics/visit-store.js'
 import { apiClient } from '../support/api-client.js'
-import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
-import { BOT, storedVisit } from './stored-visit.js'
+import { createWorkspaceToken } from '../support/test-app.js'
+import { acmeAnalytics, BOT } from './stored-visit.js'
 
-const { app, prisma, database } = await buildTestApp(t)
-const token = await createWorkspaceToken(prisma, { workspace: 'acme', defaultDomain: 'go.acme.test' })
-const api = apiClient(app, token)
-const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'acme' } })).id
-
+const { app, prisma, database, api, visit, setRolledUpTo } = await acmeAnalytics(t)
 type Link = { uniq: number; domain: string }
-const visit = (link: Link, at: string, visitor: number, extra: Partial<StoredVisit> = {}) =>
-  storedVisit({ ...link, workspaceId }, at, visitor, { referrerHost: 'news.example', ...extra })
 const bot = BOT
-const setRolledUpTo = (at: string) => prisma.$executeRawUnsafe(`UPDATE "analytics"."Rollup" SET "rolledUpTo" = $1::timestamptz`, at)
 
 /** Rows of a tier summed per UTC day, to compare the tiers. */
 const perDay = (table: string, time: string) =>

@@ -5,23 +5,14 @@
  * is summed by its batch; a rollup racing batches counts every visit exactly once.
  */
 import t from 'tap'
-import { storeVisits, type StoredVisit } from '../../src/analytics/visit-store.js'
+import { storeVisits } from '../../src/analytics/visit-store.js'
 import { rollUpVisits } from '../../src/analytics/visit-rollup.js'
-import { apiClient } from '../support/api-client.js'
-import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
-import { BOT, storedVisit } from './stored-visit.js'
+import { acmeAnalytics, BOT } from './stored-visit.js'
 
-const { app, prisma, database } = await buildTestApp(t)
-const token = await createWorkspaceToken(prisma, { workspace: 'acme', defaultDomain: 'go.acme.test' })
-const api = apiClient(app, token)
-const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'acme' } })).id
-
+const { app, prisma, database, api, visit, setRolledUpTo } = await acmeAnalytics(t)
 type Link = { uniq: number; domain: string }
-const visit = (link: Link, at: string, visitor: number, extra: Partial<StoredVisit> = {}) =>
-  storedVisit({ ...link, workspaceId }, at, visitor, { referrerHost: 'news.example', ...extra })
 const bot = BOT
 
-const setRolledUpTo = (at: string) => prisma.$executeRawUnsafe(`UPDATE "analytics"."Rollup" SET "rolledUpTo" = $1::timestamptz`, at)
 const rolledUpTo = async () =>
   (await prisma.$queryRawUnsafe<{ at: Date }[]>(`SELECT "rolledUpTo" AS "at" FROM "analytics"."Rollup"`))[0].at.toISOString()
 const aggregated = async () =>
