@@ -1,5 +1,5 @@
 /**
- * Sums the raw visits into the hourly aggregates, a span at a time, from analytics."Rollup"."rolledUpTo" up to a
+ * Sums the raw visits into the hourly and daily aggregates, a span at a time, from analytics."Rollup"."rolledUpTo" up to a
  * few seconds ago (ROLLUP_GRACE_MS: visits still in an instance's buffer then mostly have a later time). Writing the aggregates
  * here rather than with every batch is what keeps recording cheap: a link visited every second of a minute gets
  * its seven breakdown rows written once for that minute, not sixty times, and every row is one set-based

@@ -5,7 +5,7 @@
  * statements whatever the batch's size, through the driver (Database.transaction). A batch that fails (a
  * deadlock included) is tried again by the recorder.
  *
- * The hourly aggregates and the all-time clicks are not written here: src/analytics/visit-rollup.ts sums a
+ * The hourly and daily aggregates and the all-time clicks are not written here: src/analytics/visit-rollup.ts sums a
  * minute of raw rows at a time into them, which writes each (link, hour, value) row once a minute instead of once
  * a batch. A visit whose time was already rolled up when its batch arrives (a batch kept while the database was
  * down, a clock behind) is added to the aggregates by its batch, by the same statement (aggregateVisits). The

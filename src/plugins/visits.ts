@@ -1,7 +1,7 @@
 /**
  * `app.visits`: where the visitor routes hand each visit (src/redirects/visits.ts). The service's recorder
  * buffers them and writes batches of raw visits (src/analytics/visit-recorder.ts), which the rollup sums into
- * the hourly aggregates every minute (src/analytics/visit-rollup.ts). This plugin also keeps the monthly
+ * the hourly and daily aggregates every minute (src/analytics/visit-rollup.ts). This plugin also keeps the monthly
  * partitions ahead of time and drops those past VISIT_RETENTION_DAYS, at start and every six hours, and writes
  * what is buffered when the app closes (before the database closes: onClose hooks run in reverse order).
  */
