@@ -17,8 +17,8 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
 import { buildApp, loggerOptions } from '../src/app.js'
-import { loadConfig } from '../src/config/config.js'
-import { addDomain, createFolder, createToken, setLimits } from '../src/workspaces/workspace-repository.js'
+import { createFolder } from '../src/workspaces/workspace-repository.js'
+import { benchConfig, seedWorkspace } from './support/bench-service.js'
 import { createScratchDatabase } from '../test/support/scratch-database.js'
 import { openTestDatabase } from '../test/support/test-app.js'
 
@@ -98,28 +98,12 @@ if (mode === 'bare') {
   app.get('/fixed', async () => ({ status: 'ok' }))
   setup = { firstLink: 1, firstDeletable: LINKS + 1, deletable: DELETABLE }
 } else {
-  const databaseUrl = process.env.DATABASE_URL
-  const config = loadConfig({
-    DEFAULT_DOMAIN: 'short.bench',
-    RESERVED_DOMAINS: 'short.bench',
-    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info',
-    COOKIE_SECRET: randomBytes(32).toString('base64url'),
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-  })
+  const config = benchConfig()
   const { database } = await openTestDatabase({ teardown: (fn) => teardowns.unshift(fn) })
-  const { token, workspaceId } = await createToken(database.prisma, { workspace: 'bench' })
-  await addDomain(database.prisma, { workspace: 'bench', host: BENCH_DOMAIN, isDefault: true, reservedDomains: ['short.bench'] })
-  await setLimits(database.prisma, { workspace: 'bench', hour: 2_000_000_000, day: 2_000_000_000 })
+  const { token, firstLink: first } = await seedWorkspace(database, {
+    name: 'bench', domain: BENCH_DOMAIN, isDefault: true, unlimited: true, count: LINKS + DELETABLE,
+  })
   const folder = await createFolder(database.prisma, { workspace: 'bench', name: 'campaigns' })
-  await database.prisma.$executeRawUnsafe(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
-     SELECT $1, $2, 'l' || g, 'l' || g, 'https://example.com/landing/' || g, now() FROM generate_series(1, ${LINKS + DELETABLE}) g`,
-    workspaceId,
-    BENCH_DOMAIN,
-  )
-  await database.prisma.$executeRawUnsafe('ANALYZE "Link"')
-  const [{ first }] = await database.prisma.$queryRawUnsafe<{ first: number }[]>('SELECT min("uniq") AS first FROM "Link"')
   app = await buildApp({
     config,
     database,

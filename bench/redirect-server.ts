@@ -8,8 +8,7 @@ import Fastify, { type FastifyInstance } from 'fastify'
 import { randomBytes } from 'node:crypto'
 import { monitorEventLoopDelay } from 'node:perf_hooks'
 import { buildApp, loggerOptions } from '../src/app.js'
-import { loadConfig } from '../src/config/config.js'
-import { addDomain, createToken } from '../src/workspaces/workspace-repository.js'
+import { benchConfig, seedWorkspace } from './support/bench-service.js'
 import { openTestDatabase } from '../test/support/test-app.js'
 
 export const BENCH_DOMAIN = 'go.bench.test'
@@ -26,26 +25,10 @@ if (mode === 'bare') {
     reply.code(302).header('location', 'https://example.com/landing').send()
   })
 } else {
-  const databaseUrl = process.env.DATABASE_URL
-  const config = loadConfig({
-    DEFAULT_DOMAIN: 'short.bench',
-    RESERVED_DOMAINS: 'short.bench',
-    LOG_LEVEL: 'info',
-    COOKIE_SECRET: randomBytes(32).toString('base64url'),
-    ...(databaseUrl ? { DATABASE_URL: databaseUrl } : {}),
-    ...(process.env.REDIS_URL ? { REDIS_URL: process.env.REDIS_URL } : {}),
-  })
+  const config = benchConfig({ LOG_LEVEL: 'info' })
   // A database of the run's own: created on the DATABASE_URL server and dropped afterwards, or in memory.
   const { database } = await openTestDatabase({ teardown: (fn) => teardowns.unshift(fn) })
-  const { workspaceId } = await createToken(database.prisma, { workspace: 'bench' })
-  await addDomain(database.prisma, { workspace: 'bench', host: BENCH_DOMAIN, reservedDomains: ['short.bench'] })
-  await database.prisma.$executeRawUnsafe(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
-     SELECT $1, $2, 'l' || g, 'l' || g, 'https://example.com/landing/' || g, now() FROM generate_series(1, ${LINKS}) g`,
-    workspaceId,
-    BENCH_DOMAIN,
-  )
-  await database.prisma.$executeRawUnsafe('ANALYZE "Link"')
+  await seedWorkspace(database, { name: 'bench', domain: BENCH_DOMAIN, count: LINKS })
   app = await buildApp({
     config,
     database,

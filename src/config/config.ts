@@ -10,6 +10,7 @@ const EnvSchema = Type.Object({
   DATABASE_URL: Type.Optional(Type.String({ pattern: '^postgres(ql)?://' })),
   DATA_DIR: Type.String({ minLength: 1, default: './data' }),
   REDIS_URL: Type.Optional(Type.String({ pattern: '^rediss?://' })),
+  REDIS_KEY_PREFIX: Type.String({ pattern: '^[A-Za-z0-9:._-]*$', maxLength: 64, default: '' }),
   DEFAULT_DOMAIN: Type.String({ minLength: 1, default: 'short.localhost' }),
   RESERVED_DOMAINS: Type.String({ minLength: 1, default: 'short.localhost,links.localhost' }),
   LOG_LEVEL: Type.Unsafe<string>({
@@ -38,6 +39,11 @@ export interface Config {
   databaseUrl?: string
   dataDir: string
   redisUrl?: string
+  /**
+   * Put before every Redis key and the change channel's name: several deployments (staging and production, or
+   * test runs) can share one Redis. No braces, so the keys' own hash tags ({ws:N}) still decide the Cluster slot.
+   */
+  redisKeyPrefix: string
   defaultDomain: string
   reservedDomains: string[]
   logLevel: string
@@ -146,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     databaseUrl: parsed.DATABASE_URL,
     dataDir: parsed.DATA_DIR,
     redisUrl: parsed.REDIS_URL,
+    redisKeyPrefix: parsed.REDIS_KEY_PREFIX,
     defaultDomain,
     reservedDomains: [...new Set(reservedDomains)],
     logLevel: parsed.LOG_LEVEL,

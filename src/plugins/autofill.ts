@@ -18,7 +18,7 @@ export interface AutofillPluginOptions {
   /** A further restriction on top of the configured policy (the test suite allows loopback at most). */
   restrictAddress?: AddressPolicy
   cache?: MetadataCache
-  /** Prepended to the Redis cache keys (tests use one per app). */
+  /** Put after REDIS_KEY_PREFIX before the Redis cache keys (tests use one per app). */
   keyPrefix?: string
 }
 
@@ -41,7 +41,7 @@ export default fp(
     app.addHook('onClose', async () => dispatcher.destroy())
 
     const cache =
-      settings.cache ?? (app.redis ? new RedisMetadataCache(app.redis, { keyPrefix: settings.keyPrefix }) : new MemoryMetadataCache())
+      settings.cache ?? (app.redis ? new RedisMetadataCache(app.redis, { keyPrefix: options.config.redisKeyPrefix + (settings.keyPrefix ?? '') }) : new MemoryMetadataCache())
     let lastCacheWarning = -Infinity
     const autofill = new Autofill({
       dispatcher,

@@ -35,7 +35,7 @@ export interface RateLimitOptions {
   store?: QuotaStore
   /** The clock of the windows, in ms (tests drive it). */
   now?: () => number
-  /** Prepended to every Redis key (tests use one per run). */
+  /** Put after REDIS_KEY_PREFIX before every Redis key (tests use one per run). */
   keyPrefix?: string
   /** How long a workspace's quotas are reused before they are read again (default LIMITS_CACHE_MS). */
   limitsCacheMs?: number
@@ -120,7 +120,7 @@ export default fp(
       store = settings.store
       storeKind = 'custom'
     } else if (app.redis) {
-      store = new RedisQuotaStore(app.redis, { keyPrefix: settings.keyPrefix })
+      store = new RedisQuotaStore(app.redis, { keyPrefix: config.redisKeyPrefix + (settings.keyPrefix ?? '') })
       storeKind = 'redis'
       if (!(await firstConnection(app.redis))) {
         app.log.warn(`rate limits: Redis is not reachable yet; until it is, RATE_LIMIT_ON_REDIS_ERROR=${policy} applies`)

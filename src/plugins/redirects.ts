@@ -21,7 +21,7 @@ export interface RedirectPluginOptions {
   /** The rotator's draw, in [0, 1) (tests seed it). */
   random?: () => number
   cache?: RedirectCacheOptions
-  /** Prepended to Redis keys and the change channel (tests use one per run). */
+  /** Put after REDIS_KEY_PREFIX before Redis keys and the change channel (tests use one per run). */
   keyPrefix?: string
   /** Another visit recorder than the database one (tests); see src/plugins/visits.ts. */
   visits?: VisitRecorder
@@ -84,7 +84,7 @@ export default fp(
       if (change.keys) cache.invalidate(change.keys)
       if (change.workspaceId !== undefined) cache.invalidateWorkspace(change.workspaceId)
     }
-    const keyPrefix = settings.keyPrefix ?? ''
+    const keyPrefix = options.config.redisKeyPrefix + (settings.keyPrefix ?? '')
     const channel: ChangeChannel = app.redis
       ? new RedisChangeChannel(app.redis, `${keyPrefix}redirects:changes`, { apply, resync: () => cache.clear() }, app.log)
       : localChannel

@@ -26,7 +26,7 @@ export interface VisitPluginOptions {
   /** Another recorder instead of the database one (tests). */
   recorder?: VisitRecorder
   buffer?: VisitBufferOptions
-  /** Prepended to Redis keys (tests use one per run). */
+  /** Put after REDIS_KEY_PREFIX before Redis keys (tests use one per run). */
   keyPrefix?: string
   /** The clock of partition maintenance (tests). */
   now?: () => number
@@ -60,7 +60,7 @@ export default fp(
     let warned = false
     const keys = new VisitorKeys({
       redis: app.redis,
-      keyPrefix: options.keyPrefix,
+      keyPrefix: options.config.redisKeyPrefix + (options.keyPrefix ?? ''),
       onFallback: (error) => {
         if (!warned) app.log.warn({ err: error }, 'visits: Redis did not give the day\'s visitor key; this instance uses its own')
         warned = true

@@ -17,6 +17,7 @@ t.test('defaults', async (t) => {
     autofill: { timeoutMs: 3000, maxBytes: 1048576, allowPrivate: false },
     rateLimitOnRedisError: 'allow',
     cookieSecret: undefined,
+    redisKeyPrefix: '',
   })
   t.equal(loadConfig({ COOKIE_SECRET: 'x'.repeat(32) }).cookieSecret, 'x'.repeat(32))
 })
@@ -45,6 +46,7 @@ t.test('values are parsed and normalised', async (t) => {
   t.equal(loadConfig({ TRUST_PROXY: '2' }).trustProxy, 2)
   t.equal(loadConfig({ TRUST_PROXY: 'true' }).trustProxy, true)
   t.equal(loadConfig({ PORT: '' }).port, 3000, 'an empty variable counts as unset')
+  t.equal(loadConfig({ REDIS_KEY_PREFIX: 'prod:' }).redisKeyPrefix, 'prod:')
 })
 
 t.test('an invalid value stops the start with a message naming the variable', async (t) => {
@@ -63,6 +65,9 @@ t.test('an invalid value stops the start with a message naming the variable', as
     [{ RESERVED_DOMAINS: 'a.test,bad host' }, /RESERVED_DOMAINS/],
     [{ DEFAULT_DOMAIN: 'x.test', RESERVED_DOMAINS: 'a.test,b.test' }, /RESERVED_DOMAINS must include DEFAULT_DOMAIN/],
     [{ TRUST_PROXY: 'sometimes' }, /TRUST_PROXY/],
+    // A brace would make the prefix the keys' Redis Cluster hash tag, sending every workspace to one slot.
+    [{ REDIS_KEY_PREFIX: '{prod}:' }, /REDIS_KEY_PREFIX/],
+    [{ REDIS_KEY_PREFIX: 'has space' }, /REDIS_KEY_PREFIX/],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
