@@ -5,6 +5,8 @@
  * (links, keys, quota).
  */
 import type { FastifyInstance } from 'fastify'
+import type { AddressInfo } from 'node:net'
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { MemoryQuotaStore } from '../../src/rate-limits/memory-store.js'
 import type { QuotaStore } from '../../src/rate-limits/quota-store.js'
@@ -13,6 +15,7 @@ import { requestFingerprint } from '../../src/idempotency/idempotency-key.js'
 import { SWEEP_INTERVAL_MS } from '../../src/idempotency/postgres-store.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { FakeClock, quotaHeaders, quotaWorkspace, REDIS_URL, redisKeyPrefix, T0 } from '../rate-limits/quota-support.js'
+import { rawRequest } from '../support/raw-http.js'
 import { buildTestApp, openTestDatabase } from '../support/test-app.js'
 import { answerHeaders, BULK, CREATE, heldPage, keyRows, post, redisKey, replayed, waitFor } from './idempotency-support.js'
 
@@ -225,17 +228,25 @@ for (const { store, app, keyPrefix } of setups) {
       t.equal(replayed(await post(app, ws.token, CREATE, { link: { url: page(11) }, autofill: false }, 'a"b\\c')), 'true', 'the escapes undone')
     })
 
-    t.test('the header sent twice: 400', async (t) => {
-      const ws = await quotaWorkspace(prisma, `${store} twice`, {})
-      const response = await app.inject({
-        method: 'POST',
-        url: CREATE,
-        headers: { 'api-authorization': ws.token, 'content-type': 'application/json', 'idempotency-key': ['one', 'two'] },
-        payload: JSON.stringify({ link: { url: page(12) }, autofill: false }),
-      })
-      t.equal(response.statusCode, 400)
-      t.match(response.json(), { errors: [{ path: '/headers/Idempotency-Key', message: 'must be sent once' }] })
+    t.test('on the wire: the quoted form as clients send it, and the header sent twice (400)', async (t) => {
+      const ws = await quotaWorkspace(prisma, `${store} wire`, {})
+      await app.listen({ port: 0, host: '127.0.0.1' })
+      const { port } = app.server.address() as AddressInfo
+      const body = JSON.stringify({ link: { url: page(12) }, autofill: false })
+      const send = (keyLines: string) =>
+        rawRequest(
+          port,
+          `POST ${CREATE} HTTP/1.1\r\nHost: localhost\r\nApi-Authorization: ${ws.token}\r\nContent-Type: application/json\r\n` +
+            `${keyLines}Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+        )
+      const twice = await send('Idempotency-Key: one\r\nIdempotency-Key: two\r\n')
+      t.equal(twice.status, 400)
+      t.match(JSON.parse(twice.body), { errors: [{ path: '/headers/Idempotency-Key', message: 'must be sent once' }] })
       t.equal(await linksOf(ws.name), 0)
+      const first = await send('Idempotency-Key: "8e03978e-40d5-43e8-bc93-6894a57f9324"\r\n')
+      const again = await send('idempotency-key:   8e03978e-40d5-43e8-bc93-6894a57f9324  \r\n')
+      t.same([first.status, again.status, again.body, again.headers['idempotent-replayed']], [201, 201, first.body, 'true'])
+      t.equal(await linksOf(ws.name), 1)
     })
 
     t.test('a body the schema refuses is answered 400 and kept; a body that is not JSON holds no key', async (t) => {
@@ -305,4 +316,30 @@ t.test('5xx is not kept: the retry runs again', async (t) => {
   t.equal(created.statusCode, 201)
   t.equal(replayed(created), undefined)
   t.equal(await linksOf(ws.name), 1)
+})
+
+t.test('Redis store: answers expire with their TTL, a dead instance\'s claim with its lease', { skip: REDIS_URL ? false : 'REDIS_URL is unset' }, async (t) => {
+  // Redis keeps its own time: a short answer lifetime stands in for 24 h (the lease stays long enough for a
+  // request on a loaded machine), and a claim written with a short expiry for a dead instance's.
+  const keyPrefix = redisKeyPrefix(t)
+  const { app } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, idempotency: { keyPrefix, answerTtlMs: 400 } })
+  const ws = await quotaWorkspace(prisma, 'redis expiry', {})
+  const body = { link: { url: page('e') }, autofill: false }
+  const first = await post(app, ws.token, CREATE, body, 'short')
+  t.equal(first.statusCode, 201)
+  const workspaceId = first.json().workspaceId as number
+  const gone = async (key: string) => (await redisKey(REDIS_URL!, keyPrefix, workspaceId, key)).value === null
+  t.ok(await waitFor(() => gone('short')), 'the answer expires')
+  const after = await post(app, ws.token, CREATE, body, 'short')
+  t.same([after.statusCode, replayed(after)], [201, undefined], 'then the key is new again')
+  t.equal(await linksOf(ws.name), 2)
+
+  // A claim left by an instance that died: 409 while its lease lasts, then the request runs.
+  const redis = new Redis(REDIS_URL!)
+  t.teardown(() => redis.disconnect())
+  const fingerprint = requestFingerprint('createLink', Buffer.from(JSON.stringify(body)))
+  await redis.set(`${keyPrefix}idem:{ws:${workspaceId}}:crashed`, JSON.stringify({ fingerprint, token: 'gone' }), 'PX', 3000)
+  t.equal((await post(app, ws.token, CREATE, body, 'crashed')).statusCode, 409)
+  t.ok(await waitFor(() => gone('crashed')))
+  t.equal((await post(app, ws.token, CREATE, body, 'crashed')).statusCode, 201)
 })
