@@ -112,7 +112,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(auth, { throttle: options.throttle, cache: options.tokenCache })
   await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
-  await app.register(idempotency, { idempotency: options.idempotency })
+  await app.register(idempotency, { config, idempotency: options.idempotency })
   await app.register(autofill, { config, autofill: options.autofill })
   await app.register(visits, { config, recorder: options.redirects?.visits, ...options.visits })
   await app.register(redirects, { config, redirects: options.redirects })

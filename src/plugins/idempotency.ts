@@ -17,6 +17,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import type { Config } from '../config/config.js'
 import { unavailable } from '../errors/app-error.js'
 import { idempotencyKeyInUse, idempotencyKeyReused } from '../errors/idempotency-errors.js'
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, requestFingerprint } from '../idempotency/idempotency-key.js'
@@ -30,7 +31,7 @@ export interface IdempotencyOptions extends StoreTimes {
   store?: IdempotencyStore
   /** The clock of the database store's expiries, in ms (tests drive it; Redis keeps its own time). */
   now?: () => number
-  /** Prepended to every Redis key (tests use one per run). */
+  /** Put after REDIS_KEY_PREFIX before every Redis key (tests use one per run). */
   keyPrefix?: string
 }
 
@@ -55,7 +56,7 @@ declare module 'fastify' {
 }
 
 export default fp(
-  async function idempotency(app: FastifyInstance, options: { idempotency?: IdempotencyOptions }) {
+  async function idempotency(app: FastifyInstance, options: { config: Config; idempotency?: IdempotencyOptions }) {
     const settings = options.idempotency ?? {}
     const now = settings.now ?? Date.now
     const times = { answerTtlMs: settings.answerTtlMs, leaseMs: settings.leaseMs }
@@ -65,7 +66,7 @@ export default fp(
       store = settings.store
       storeKind = 'custom'
     } else if (app.redis) {
-      store = new RedisIdempotencyStore(app.redis, { ...times, keyPrefix: settings.keyPrefix })
+      store = new RedisIdempotencyStore(app.redis, { ...times, keyPrefix: options.config.redisKeyPrefix + (settings.keyPrefix ?? '') })
       storeKind = 'redis'
     } else {
       const onSweepError = (error: unknown) => app.log.warn({ err: error }, 'idempotency keys: the sweep of expired keys failed')
