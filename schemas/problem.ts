@@ -20,6 +20,9 @@ export const ErrorCode = StringEnum(
     'domain_not_allowed',
     'not_found',
     'slug_taken',
+    // Idempotency-Key (src/errors/idempotency-errors.ts): the key's first request is in progress; or it was another request.
+    'idempotency_key_in_use',
+    'idempotency_key_reused',
     'name_taken',
     'folder_not_empty',
     'pixel_exists',

@@ -18,6 +18,7 @@ import httpServer, { httpServerOptions, type HttpTimeouts } from './plugins/http
 import jsonBody from './plugins/json-body.js'
 import openapi from './plugins/openapi.js'
 import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
+import idempotency, { type IdempotencyOptions } from './plugins/idempotency.js'
 import rateLimits, { type RateLimitOptions } from './plugins/rate-limits.js'
 import redis from './plugins/redis.js'
 import validation from './plugins/validation.js'
@@ -39,6 +40,8 @@ export interface AppOptions {
   tokenCache?: TokenCacheOptions
   /** Quota store, clock and Redis key prefix overrides (tests, benchmarks); see src/plugins/rate-limits.ts. */
   rateLimits?: RateLimitOptions
+  /** Idempotency-Key store, clock, lifetimes and Redis key prefix overrides (tests); see src/plugins/idempotency.ts. */
+  idempotency?: IdempotencyOptions
   /** Resolver, address restriction and cache overrides (tests); see src/plugins/autofill.ts. */
   autofill?: AutofillPluginOptions
   /** Shorter server timeouts and drain (tests); see src/plugins/http-server.ts and graceful-close.ts. */
@@ -109,6 +112,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(auth, { throttle: options.throttle, cache: options.tokenCache })
   await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
+  await app.register(idempotency, { config, idempotency: options.idempotency })
   await app.register(autofill, { config, autofill: options.autofill })
   await app.register(visits, { config, recorder: options.redirects?.visits, ...options.visits })
   await app.register(redirects, { config, redirects: options.redirects })

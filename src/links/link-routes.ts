@@ -11,6 +11,7 @@ import {
 } from '../../schemas/link.js'
 import { requireJsonBody } from '../plugins/json-body.js'
 import { AUTOFILL_HEADER, problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
+import { IDEMPOTENCY_KEY_NOTE, IdempotencyKeyHeaders, withIdempotencyAnswers } from '../plugins/openapi-idempotency.js'
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
 import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
@@ -22,6 +23,11 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   const security = [{ apiToken: [] }]
   const onRequest = [app.authenticate, requireJsonBody]
   const admit = (request: FastifyRequest) => () => app.quotas.admit(request)
+  // Idempotency-Key is claimed before the schema and the quota (preValidation) and its answer kept last (onSend).
+  const createQuota = app.quotas.routeHooks('create')
+  const idempotent = (operation: string) => app.idempotency.routeHooks(operation)
+  const createHooks = idempotent('createLink')
+  const bulkHooks = idempotent('createLinks')
   const updateDoc = {
     tags: ['links'],
     security,
@@ -36,17 +42,21 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     '/v1/links/create',
     {
       onRequest,
-      ...app.quotas.routeHooks('create'),
+      preValidation: createHooks.preValidation,
+      preHandler: createQuota.preHandler,
+      onSend: [createQuota.onSend, createHooks.onSend].filter((hook) => hook !== undefined),
+      onResponse: createHooks.onResponse,
       schema: {
         operationId: 'createLink',
         summary: 'Create a short link',
         description:
           'Creates a link on `domain` (default: the workspace default domain, else the service default) at `id` ' +
-          '(default: 7 random characters). Answers the stored link.',
+          `(default: 7 random characters). Answers the stored link. ${IDEMPOTENCY_KEY_NOTE}`,
         tags: ['links'],
         security,
+        headers: IdempotencyKeyHeaders,
         body: CreateLinkBody,
-        response: withQuotaHeaders({
+        response: withQuotaHeaders(withIdempotencyAnswers({
           201: {
             ...successResponse('The stored link', LinkRecord),
             headers: {
@@ -55,7 +65,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
             },
           },
           ...problemResponses(400, 401, 403, 409, 413, 415, 429, 500, 503),
-        }),
+        })),
       },
     },
     async (request, reply) => {
@@ -74,7 +84,9 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     '/v1/links/bulk',
     {
       onRequest,
-      onSend: app.quotas.routeHooks('create').onSend,
+      preValidation: bulkHooks.preValidation,
+      onSend: [createQuota.onSend, bulkHooks.onSend].filter((hook) => hook !== undefined),
+      onResponse: bulkHooks.onResponse,
       validatorCompiler: ({ httpPart }) => (httpPart === 'body' ? bulkEnvelope : () => true),
       schema: {
         operationId: 'createLinks',
@@ -86,14 +98,15 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
           'what is left creates the links that fit and answers `rate_limited` (429) for the rest. The request ' +
           'itself fails only when it cannot be read (400 for a body that is not 1 to 100 links, 401, 413, 415), is refused ' +
           '(429 after too many bad tokens) or ' +
-          'the service cannot serve it (500, 503).',
+          `the service cannot serve it (500, 503). ${IDEMPOTENCY_KEY_NOTE}`,
         tags: ['links'],
         security,
+        headers: IdempotencyKeyHeaders,
         body: BulkCreateBody,
-        response: withQuotaHeaders({
+        response: withQuotaHeaders(withIdempotencyAnswers({
           200: successResponse('The result of each link, in the order of the request', BulkCreateResult),
           ...problemResponses(400, 401, 413, 415, 429, 500, 503),
-        }),
+        })),
       },
     },
     async (request) => {

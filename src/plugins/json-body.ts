@@ -34,6 +34,13 @@ export async function requireJsonBody(request: FastifyRequest, _reply: FastifyRe
   if (unreadable) throw unreadable
 }
 
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The JSON body's bytes as they arrived (null without a body): what an Idempotency-Key fingerprints. */
+    bodyBytes: Buffer | null
+  }
+}
+
 const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 
 /**
@@ -49,8 +56,10 @@ const METHODS_WITH_BODY = new Set(['POST', 'PUT', 'PATCH'])
 export default fp(async function jsonBody(app: FastifyInstance) {
   app.removeContentTypeParser('text/plain')
   app.removeContentTypeParser('application/json')
+  app.decorateRequest('bodyBytes', null)
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) => {
     const bytes = body as Buffer
+    request.bodyBytes = bytes
     const unreadable = unreadableBody(request)
     if (unreadable) return done(unreadable)
     if (bytes.length === 0) {

@@ -1,8 +1,8 @@
 /**
  * Several instances of the service, as a load balancer runs them: three real server processes on one PostgreSQL
  * database and one Redis (a key prefix of this run's own, REDIS_KEY_PREFIX), each request sent to one of them
- * in turn. What one instance does, the others honour: the quotas are one count, a slug is taken once, a revoked
- * token and a changed link are seen by every instance within a second.
+ * in turn. What one instance does, the others honour: the quotas are one count, a slug is taken once, an
+ * Idempotency-Key is served once, a revoked token and a changed link are seen by every instance within a second.
  *
  * Each property is one subtest on the shared `cluster` (the three instances, the database, helpers to send a
  * request to any of them and to wait for all of them); another property is one more `t.test` of the same form.
@@ -32,14 +32,21 @@ interface Answer {
 interface Instance {
   name: string
   server: RunningServer
-  send(method: string, path: string, options?: { token?: string; host?: string; body?: unknown }): Promise<Answer>
+  send(method: string, path: string, options?: SendOptions): Promise<Answer>
+}
+
+interface SendOptions {
+  token?: string
+  host?: string
+  body?: unknown
+  headers?: Record<string, string>
 }
 
 /** One HTTP request on loopback (node:http, which lets a test set the Host header of a visit). */
 function sendTo(port: number) {
-  return async (method: string, path: string, options: { token?: string; host?: string; body?: unknown } = {}): Promise<Answer> => {
+  return async (method: string, path: string, options: SendOptions = {}): Promise<Answer> => {
     const payload = options.body === undefined ? undefined : JSON.stringify(options.body)
-    const headers: Record<string, string | number> = {}
+    const headers: Record<string, string | number> = { ...options.headers }
     if (options.token) headers['api-authorization'] = options.token
     if (options.host) headers.host = options.host
     if (payload !== undefined) Object.assign(headers, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) })
@@ -118,6 +125,7 @@ t.test('three instances on one PostgreSQL and one Redis', { skip, timeout: 120_0
   const slugs = await workspace(database, 'slugs')
   const revoked = await workspace(database, 'revoked')
   const links = await workspace(database, 'links')
+  const retries = await workspace(database, 'retries')
 
   const servers = await Promise.all(['A', 'B', 'C'].map(() => startServer(env)))
   t.teardown(async () => {
@@ -231,6 +239,27 @@ t.test('three instances on one PostgreSQL and one Redis', { skip, timeout: 120_0
     const gone = await untilAll(t, instances, deletedAt, visit, (answer) => answer.status === 404)
     t.ok(gone.every((ms) => ms <= 1000), `404 after ${gone.join(', ')} ms`)
     t.equal(await database.prisma.link.count({ where: { uniq } }), 0, 'deleted in the database')
+  })
+
+  t.test('one Idempotency-Key sent to the three at once: one link, then the same answer from each', async (t) => {
+    const body = { link: { url: 'https://example.com/retry', id: 'retry' }, autofill: false }
+    const send = (instance: Instance, link = body) =>
+      instance.send('POST', '/v1/links/create', { token: retries.token, body: link, headers: { 'idempotency-key': '"retry-1"' } })
+    const burst = await Promise.all(Array.from({ length: 9 }, (_, i) => send(instances[i % 3])))
+    const created = burst.filter((answer) => answer.status === 201 && answer.headers['idempotent-replayed'] === undefined)
+    t.equal(created.length, 1, 'one request created the link')
+    for (const answer of burst.filter((answer) => !created.includes(answer))) {
+      // The others came while it was being served (409), or after (its answer again).
+      if (answer.status === 201) t.same([answer.body, answer.headers['idempotent-replayed']], [created[0].body, 'true'])
+      else t.match([answer.status, answer.json().code], [409, 'idempotency_key_in_use'])
+    }
+    for (const instance of instances) {
+      const again = await send(instance)
+      t.same([again.status, again.body, again.headers['idempotent-replayed']], [201, created[0].body, 'true'], `${instance.name} replays it`)
+      const other = await send(instance, { ...body, link: { ...body.link, url: 'https://example.com/other' } })
+      t.match([other.status, other.json().code], [422, 'idempotency_key_reused'], `${instance.name}: another body is 422`)
+    }
+    t.equal(await stored(retries.domain), 1, 'one link stored')
   })
 
   t.test('the instances shut down cleanly, having logged no error', async (t) => {

@@ -21,11 +21,12 @@ const LINK_RECORD_REF = '#/components/schemas/LinkRecord'
 
 /**
  * Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8; issue 5; issue 9: 400
- * bad_request and 414 for a path parameter the router cannot take, 400/413/415 for a body sent with a DELETE).
+ * bad_request and 414 for a path parameter the router cannot take, 400/413/415 for a body sent with a DELETE;
+ * issue 14: 409 and 422 of Idempotency-Key on the creates).
  */
 const EXPECTED_STATUSES: Record<string, number[]> = {
-  createLink: [201, 400, 401, 403, 409, 413, 415, 429, 500, 503],
-  createLinks: [200, 400, 401, 413, 415, 429, 500, 503],
+  createLink: [201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503],
+  createLinks: [200, 400, 401, 409, 413, 415, 422, 429, 500, 503],
   updateLink: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   updateLinkByDomain: [200, 400, 401, 404, 413, 414, 415, 429, 500, 503],
   getLink: [200, 400, 401, 404, 414, 429, 500, 503],
@@ -217,6 +218,25 @@ t.test('the document', async (t) => {
         `${path}: update takes a LinkPatch`,
       )
     }
+  })
+
+  t.test('issue 14: Idempotency-Key on the two creates, its answers and the replay header', async (t) => {
+    for (const path of ['/v1/links/create', '/v1/links/bulk']) {
+      const operation = document.paths[path].post
+      const header = operation.parameters.find((parameter: Json) => parameter.in === 'header' && parameter.name === 'Idempotency-Key')
+      t.match(header, { required: false, description: /24 hours/, schema: { type: 'string' } }, `${path}: the header is documented`)
+      t.same(check(header.schema, header.example), [], `${path}: its example fits`)
+      t.ok(operation.responses[409].content['application/problem+json'].examples.idempotency_key_in_use, `${path}: 409 idempotency_key_in_use`)
+      t.ok(operation.responses[422].content['application/problem+json'].examples.idempotency_key_reused, `${path}: 422 idempotency_key_reused`)
+      const success = operation.responses[path.endsWith('create') ? 201 : 200]
+      t.same(success.headers['Idempotent-Replayed']?.schema, { type: 'string', enum: ['true'] }, `${path}: the replay header`)
+    }
+    const others = [...documentedOperations(document).entries()].filter(([route]) => !/^POST \/v1\/links\/(create|bulk)$/.test(route))
+    t.same(
+      others.filter(([, operation]) => (operation.parameters ?? []).some((parameter: Json) => parameter.name === 'Idempotency-Key')).map(([route]) => route),
+      [],
+      'no other operation takes it',
+    )
   })
 
   t.test('the security scheme is the Api-Authorization header', async (t) => {

@@ -1,0 +1,31 @@
+/**
+ * The errors of Idempotency-Key (src/plugins/idempotency.ts), as the draft names them: 400 for a key that is
+ * not one, 409 while the first request with the key is still being served, 422 for a key reused with another
+ * request. Each a named constructor of the one AppError type, rendered as problem+json like every other.
+ */
+import { AppError, validationFailed } from './app-error.js'
+
+/** The header, named like a field (a JSON pointer into the request's headers), as the contract's 400s name fields. */
+export const IDEMPOTENCY_KEY_FIELD = '/headers/Idempotency-Key'
+
+export const invalidIdempotencyKey = (message: string) => validationFailed([{ path: IDEMPOTENCY_KEY_FIELD, message }])
+
+/** Seconds a client waits before asking again for the answer of a request still in progress. */
+export const IN_PROGRESS_RETRY_AFTER_SECONDS = 1
+
+export const idempotencyKeyInUse = () =>
+  new AppError(
+    409,
+    'idempotency_key_in_use',
+    'A request with this Idempotency-Key is still being served; send it again in a moment to get its answer',
+    undefined,
+    { 'retry-after': String(IN_PROGRESS_RETRY_AFTER_SECONDS) },
+  )
+
+export const idempotencyKeyReused = () =>
+  new AppError(
+    422,
+    'idempotency_key_reused',
+    'This Idempotency-Key was used in the last 24 hours for a request with a different body or operation; ' +
+      'send a new key with a new request',
+  )

@@ -1,0 +1,134 @@
+/**
+ * Idempotency-Key on the routes that create (draft-ietf-httpapi-idempotency-key-header): a client that sends a
+ * key may send the same request again, as often as it likes for 24 hours, and it is served once.
+ *
+ * - preValidation (after authentication, so the workspace is known; after the body has arrived, so it can be
+ *   fingerprinted; before the schema, the quota and the handler): a request with a key claims it. The first
+ *   one runs; the same request again gets the first one's answer (replay.ts); the same request while the first
+ *   is still being served gets 409 idempotency_key_in_use; another request with that key gets 422
+ *   idempotency_key_reused. A replay is answered right there: no quota is taken, nothing is read or stored.
+ * - onSend (the route's last): the claim's answer is kept when it is final (a success, or a client error of the
+ *   request's own), else the key is released so that a retry runs again.
+ * - onResponse: a claim still held (an answer that never passed onSend) is released.
+ *
+ * Without the header nothing changes and nothing is read. When the store cannot be reached, a request with a
+ * key is answered 503 unavailable (Retry-After): running it without the guarantee the client asked for could
+ * make the duplicate it sends the key to avoid; the client's retry is safe.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import type { Config } from '../config/config.js'
+import { unavailable } from '../errors/app-error.js'
+import { idempotencyKeyInUse, idempotencyKeyReused } from '../errors/idempotency-errors.js'
+import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, requestFingerprint } from '../idempotency/idempotency-key.js'
+import type { Claim, IdempotencyStore, StoreTimes } from '../idempotency/idempotency-store.js'
+import { PostgresIdempotencyStore } from '../idempotency/postgres-store.js'
+import { RedisIdempotencyStore } from '../idempotency/redis-store.js'
+import { answerToKeep, sendAnswer } from '../idempotency/replay.js'
+
+export interface IdempotencyOptions extends StoreTimes {
+  /** A store of the caller's; otherwise Redis when REDIS_URL is set, else the database. */
+  store?: IdempotencyStore
+  /** The clock of the database store's expiries, in ms (tests drive it; Redis keeps its own time). */
+  now?: () => number
+  /** Put after REDIS_KEY_PREFIX before every Redis key (tests use one per run). */
+  keyPrefix?: string
+}
+
+type RequestHook = (request: FastifyRequest, reply: FastifyReply) => Promise<unknown>
+type PayloadHook = (request: FastifyRequest, reply: FastifyReply, payload: unknown) => Promise<unknown>
+
+export interface Idempotency {
+  /** 'redis', 'database' or 'custom'. */
+  readonly storeKind: string
+  /** The hooks of a route that honours Idempotency-Key; `operation` tells its requests from another route's. */
+  routeHooks(operation: string): { preValidation: RequestHook; onSend: PayloadHook; onResponse: RequestHook }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    idempotency: Idempotency
+  }
+  interface FastifyRequest {
+    /** The key this request holds while it is served (null without a key, and once its answer is kept). */
+    idempotencyClaim: Claim | null
+  }
+}
+
+export default fp(
+  async function idempotency(app: FastifyInstance, options: { config: Config; idempotency?: IdempotencyOptions }) {
+    const settings = options.idempotency ?? {}
+    const now = settings.now ?? Date.now
+    const times = { answerTtlMs: settings.answerTtlMs, leaseMs: settings.leaseMs }
+    let store: IdempotencyStore
+    let storeKind: string
+    if (settings.store) {
+      store = settings.store
+      storeKind = 'custom'
+    } else if (app.redis) {
+      store = new RedisIdempotencyStore(app.redis, { ...times, keyPrefix: options.config.redisKeyPrefix + (settings.keyPrefix ?? '') })
+      storeKind = 'redis'
+    } else {
+      const onSweepError = (error: unknown) => app.log.warn({ err: error }, 'idempotency keys: the sweep of expired keys failed')
+      store = new PostgresIdempotencyStore(app.db, { ...times, onSweepError })
+      storeKind = 'database'
+    }
+    app.addHook('onClose', async () => store.close())
+    app.decorateRequest('idempotencyClaim', null)
+
+    async function settle(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<void> {
+      const claim = request.idempotencyClaim
+      if (!claim) return
+      request.idempotencyClaim = null
+      const answer = answerToKeep(reply, payload)
+      try {
+        if (!answer) await store.release(claim)
+        else if (!(await store.complete(claim, answer, now()))) {
+          request.log.warn('idempotency key: the request outlasted its claim; its answer is not kept')
+        }
+      } catch (error) {
+        // The answer still goes out. A kept claim expires with its lease; until then a retry gets 409.
+        request.log.warn({ err: error }, 'idempotency key: the answer could not be kept')
+      }
+    }
+
+    function routeHooks(operation: string) {
+      async function claimKey(request: FastifyRequest, reply: FastifyReply): Promise<unknown> {
+        const header = request.headers[IDEMPOTENCY_KEY_HEADER]
+        if (header === undefined) return
+        const key = parseIdempotencyKey(header, request.raw.rawHeaders)
+        const fingerprint = requestFingerprint(operation, request.bodyBytes)
+        let outcome
+        try {
+          outcome = await store.claim({ workspaceId: request.caller.workspaceId, key }, fingerprint, now())
+        } catch (error) {
+          request.log.warn({ err: error }, 'idempotency key: the store could not be reached')
+          throw unavailable('idempotency key store')
+        }
+        switch (outcome.kind) {
+          case 'claimed':
+            request.idempotencyClaim = outcome.claim
+            return
+          case 'in-progress':
+            throw idempotencyKeyInUse()
+          case 'mismatch':
+            throw idempotencyKeyReused()
+          case 'answered':
+            request.log.info({ status: outcome.answer.status }, 'idempotency key: the first answer sent again')
+            return sendAnswer(reply, outcome.answer)
+        }
+      }
+      async function keepAnswer(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+        await settle(request, reply, payload)
+        return payload
+      }
+      async function releaseUnanswered(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+        await settle(request, reply, undefined)
+      }
+      return { preValidation: claimKey, onSend: keepAnswer, onResponse: releaseUnanswered }
+    }
+
+    app.decorate('idempotency', { storeKind, routeHooks })
+  },
+  { name: 'idempotency', dependencies: ['database', 'auth', 'redis'] },
+)
