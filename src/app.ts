@@ -126,7 +126,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(redirects, { config, redirects: options.redirects })
   await app.register(openapi, { config })
 
-  await app.register(healthRoutes, { config })
+  await app.register(healthRoutes)
   await app.register(metricsRoutes, { metricsToken: config.metricsToken })
   // Visitors see a change to a link at once, on every instance.
   const links = { prisma: options.database.prisma, database: options.database, config, autofill: app.autofill, onChange: app.redirects.linkChanged }

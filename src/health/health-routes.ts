@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
-import type { Config } from '../config/config.js'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../errors/app-error.js'
 import { headersTooLarge } from '../errors/http-errors.js'
 import { problemResponsesWith } from '../plugins/openapi-entity-responses.js'
@@ -32,8 +31,7 @@ const probeErrors = problemResponsesWith({
  */
 const common = { tags: ['health'], security: [] }
 
-export default async function healthRoutes(app: FastifyInstance, options: { config: Config }) {
-  const { eventLoopDelayMs, dbPoolWaiting } = options.config.overload
+export default async function healthRoutes(app: FastifyInstance) {
   app.get(
     '/healthz',
     {
@@ -59,9 +57,9 @@ export default async function healthRoutes(app: FastifyInstance, options: { conf
         description:
           'Answers 200 when the instance is not overloaded and the database answers a ping, else 503 with Retry-After ' +
           'and a status saying why: take the instance out of the load balancer until it is ready again. Overloaded ' +
-          `means the event loop's mean delay is over ${eventLoopDelayMs} ms (OVERLOAD_EVENT_LOOP_DELAY_MS) or more than ` +
-          `${dbPoolWaiting} queries wait for a database connection (OVERLOAD_DB_POOL_WAITING); meanwhile the instance ` +
-          'answers other requests 503 `unavailable` at once. No token needed.',
+          "means the event loop's mean delay is over OVERLOAD_EVENT_LOOP_DELAY_MS (1 s by default) or more queries " +
+          'than OVERLOAD_DB_POOL_WAITING (100) wait for a database connection; meanwhile the instance answers other ' +
+          'requests 503 `unavailable` at once. No token needed.',
         response: {
           200: { description: 'Ready', content: { 'application/json': { schema: Status, example: { status: 'ready' } } } },
           ...probeErrors,
