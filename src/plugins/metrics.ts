@@ -56,6 +56,8 @@ function recorderOf(series: RouteSeries): OnResponse {
 
 export default fp(
   async function metrics(app: FastifyInstance) {
+    // Now rather than at the first scrape: the CPU counters count from their registration.
+    processMetrics()
     const registry = new Registry()
     const durations = new RequestDurations()
     registry.registerMetric(durations)

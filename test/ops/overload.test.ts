@@ -55,21 +55,20 @@ function saturateEventLoop(sliceMs: number): () => void {
 const metricsOf = async (app: FastifyInstance) => parseExposition((await app.inject('/metrics')).body)
 
 t.test('a saturated event loop: 503 at once for the API and visitors; /readyz 503, /healthz 200; then recovery', async (t) => {
-  // Slices of 400 ms against a limit of 150 ms, sampled every 500 ms: well clear of what the load of a shared
-  // machine does to the loop by itself, and each sample sees at least one slice.
+  // Slices of 700 ms against a limit of 300 ms, sampled every second: clear of what a loaded machine (and the
+  // embedded database, which runs on the loop) does to the loop by itself, and each sample sees a slice.
   const test = await buildTestApp(t, {
-    env: { OVERLOAD_EVENT_LOOP_DELAY_MS: '150' },
-    overload: { sampleIntervalMs: 500 },
+    env: { OVERLOAD_EVENT_LOOP_DELAY_MS: '300' },
+    overload: { sampleIntervalMs: 1000 },
   })
   const { app } = test
-  await app.ready()
-  await until(() => app.overload.reason() === null, 'the start-up to pass')
+  // Set up while start-up is not judged yet (src/plugins/overload.ts).
   const { token, link } = await acmeWorkspace(test)
   await link({ id: 'busy', url: 'https://example.com/busy' })
   const list = () => app.inject({ url: '/v1/links', headers: { 'api-authorization': token } })
-  t.equal((await list()).statusCode, 200, 'before: the API answers')
+  await until(async () => (await list()).statusCode === 200, 'the API to answer before the test')
 
-  const stop = saturateEventLoop(400)
+  const stop = saturateEventLoop(700)
   t.teardown(stop)
   await until(() => app.overload.reason() === 'event_loop', 'the event loop to count as saturated')
   assertOverloaded(t, await refusedOnce(list, 'the API'), /overloaded \(its event loop is saturated\)/)
@@ -80,14 +79,13 @@ t.test('a saturated event loop: 503 at once for the API and visitors; /readyz 50
   for (let i = 0; i < 5; i++) t.equal((await app.inject('/healthz')).statusCode, 200, '/healthz is never refused for load')
   const during = await metricsOf(app)
   t.ok(valueOf(during, 'shortlinks_overload_rejections_total', { reason: 'event_loop' })! >= 2, '/metrics answers, and counts the refusals')
+  t.equal(valueOf(during, 'shortlinks_overloaded', { reason: 'event_loop' }), 1)
 
   stop()
-  await until(() => app.overload.reason() === null, 'the event loop to recover')
-  t.equal((await list()).statusCode, 200, 'after: the API answers')
-  t.equal((await visit(app, '/busy')).statusCode, 302, 'after: the visit is redirected')
-  t.same((await app.inject('/readyz')).json(), { status: 'ready' })
-  const after = await metricsOf(app)
-  t.equal(valueOf(after, 'shortlinks_overloaded', { reason: 'event_loop' }), 0)
+  // Polled: the machine's own load may still hold the loop for a moment.
+  await until(async () => (await list()).statusCode === 200, 'the API to answer again')
+  await until(async () => (await visit(app, '/busy')).statusCode === 302, 'the visit to be redirected again')
+  await until(async () => (await app.inject('/readyz')).json().status === 'ready', '/readyz to say ready again')
 })
 
 const noPool = process.env.DATABASE_URL ? false : 'the embedded database (PGlite) has no connection pool to saturate; set DATABASE_URL'
