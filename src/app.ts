@@ -16,6 +16,9 @@ import errors, { BODY_LIMIT } from './plugins/errors.js'
 import gracefulClose, { type DrainOptions } from './plugins/graceful-close.js'
 import httpServer, { httpServerOptions, type HttpTimeouts } from './plugins/http-server.js'
 import jsonBody from './plugins/json-body.js'
+import metrics from './plugins/metrics.js'
+import metricsRoutes from './metrics/metrics-routes.js'
+import overload, { type OverloadOptions } from './plugins/overload.js'
 import openapi from './plugins/openapi.js'
 import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
 import idempotency, { type IdempotencyOptions } from './plugins/idempotency.js'
@@ -51,6 +54,8 @@ export interface AppOptions {
   redirects?: RedirectPluginOptions
   /** Visit buffer sizes and clock (tests, benchmarks); see src/plugins/visits.ts. */
   visits?: Omit<VisitPluginOptions, 'recorder'>
+  /** Faster sampling of the overload checks (tests); see src/plugins/overload.ts. */
+  overload?: OverloadOptions
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -104,11 +109,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   })
 
   await app.register(errors)
+  // Before every route, so that its onRoute hook times them all.
+  await app.register(metrics)
   await app.register(httpServer)
   await app.register(gracefulClose, options.drain ?? {})
   await app.register(jsonBody)
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })
+  await app.register(overload, { config, overload: options.overload })
   await app.register(auth, { throttle: options.throttle, cache: options.tokenCache })
   await app.register(redis, { config })
   await app.register(rateLimits, { config, rateLimits: options.rateLimits })
@@ -119,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(openapi, { config })
 
   await app.register(healthRoutes)
+  await app.register(metricsRoutes, { metricsToken: config.metricsToken })
   // Visitors see a change to a link at once, on every instance.
   const links = { prisma: options.database.prisma, database: options.database, config, autofill: app.autofill, onChange: app.redirects.linkChanged }
   await app.register(linkRoutes, { links })

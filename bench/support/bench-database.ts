@@ -74,6 +74,7 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
     sql: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
     transaction: (work) => poolTransaction(pool, work),
     ping: async () => true,
+    pools: () => [{ name: 'main', max: 10, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }],
     close: async () => {
       await prisma.$disconnect()
       await pool.end()

@@ -5,6 +5,8 @@
  */
 export class BadTokenThrottle {
   private readonly windows = new Map<string, { startedAt: number; failures: number }>()
+  /** Requests refused (429) because their address was blocked: metrics. */
+  refusals = 0
 
   constructor(
     private readonly limit = 30,

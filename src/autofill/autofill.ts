@@ -33,11 +33,21 @@ export const SKIPPED: AutofillResult = { status: 'skipped', filled: {} }
 
 export class Autofill {
   private readonly inFlight = new Map<string, Promise<CachedPage>>()
+  /** What fill() answered, pages fetched (not from the cache, not joined) and cache calls that failed: metrics. */
+  readonly counts: Record<AutofillStatus, number> & { fetches: number; cacheFailures: number } = {
+    filled: 0, partial: 0, failed: 0, skipped: 0, fetches: 0, cacheFailures: 0,
+  }
 
   constructor(private readonly options: AutofillOptions) {}
 
   /** Fills the empty fields of `link` from the page at `url`. */
   async fill(url: string, link: LinkMetadata): Promise<AutofillResult> {
+    const result = await this.tryFill(url, link)
+    this.counts[result.status]++
+    return result
+  }
+
+  private async tryFill(url: string, link: LinkMetadata): Promise<AutofillResult> {
     const empty = METADATA_FIELDS.filter((field) => !link[field])
     if (empty.length === 0) return SKIPPED
     const page = await this.page(url)
@@ -54,7 +64,7 @@ export class Autofill {
   /** What the page at `url` gives: from the cache, from a fetch already under way, or fetched now. */
   private async page(url: string): Promise<CachedPage> {
     const key = cacheKey(url)
-    const cached = await this.options.cache.get(key).catch((error) => this.options.onCacheError?.(error))
+    const cached = await this.options.cache.get(key).catch((error) => this.cacheFailed(error))
     if (cached) return cached
     let pending = this.inFlight.get(key)
     if (!pending) {
@@ -64,7 +74,14 @@ export class Autofill {
     return pending
   }
 
+  private cacheFailed(error: unknown): undefined {
+    this.counts.cacheFailures++
+    this.options.onCacheError?.(error)
+    return undefined
+  }
+
   private async scrape(url: string): Promise<CachedPage> {
+    this.counts.fetches++
     let page: CachedPage
     try {
       const fetched = await fetchPage(url, this.options)
@@ -74,7 +91,7 @@ export class Autofill {
       page = { failure: error instanceof Error ? error.message : String(error) }
     }
     // Not awaited: the answer does not wait for the cache (a Redis that hangs would cost it the deadline).
-    this.options.cache.set(cacheKey(url), page).catch((error) => this.options.onCacheError?.(error))
+    this.options.cache.set(cacheKey(url), page).catch((error) => this.cacheFailed(error))
     return page
   }
 }

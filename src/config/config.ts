@@ -26,6 +26,9 @@ const EnvSchema = Type.Object({
   RATE_LIMIT_ON_REDIS_ERROR: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], default: 'allow' }),
   COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   VISIT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36500, default: 400 }),
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  OVERLOAD_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60000, default: 1000 }),
+  OVERLOAD_DB_POOL_WAITING: Type.Integer({ minimum: 0, maximum: 1000000, default: 100 }),
 })
 
 type Env = Static<typeof EnvSchema>
@@ -55,6 +58,14 @@ export interface Config {
   cookieSecret?: string
   /** Raw visits and their hourly aggregates older than this are dropped (src/analytics/partitions.ts). */
   visitRetentionDays: number
+  /** When set, GET /metrics requires `Authorization: Bearer <metricsToken>` (src/plugins/metrics.ts). */
+  metricsToken?: string
+  /**
+   * Overload protection (src/plugins/overload.ts): requests are refused with 503 while the event loop's mean
+   * delay passes `eventLoopDelayMs`, or while more than `dbPoolWaiting` queries wait for a connection of the
+   * main database pool. 0 turns a check off.
+   */
+  overload: { eventLoopDelayMs: number; dbPoolWaiting: number }
 }
 
 export class ConfigError extends Error {
@@ -166,5 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitOnRedisError: parsed.RATE_LIMIT_ON_REDIS_ERROR,
     cookieSecret: parsed.COOKIE_SECRET,
     visitRetentionDays: parsed.VISIT_RETENTION_DAYS,
+    metricsToken: parsed.METRICS_TOKEN,
+    overload: { eventLoopDelayMs: parsed.OVERLOAD_EVENT_LOOP_DELAY_MS, dbPoolWaiting: parsed.OVERLOAD_DB_POOL_WAITING },
   }
 }

@@ -38,8 +38,33 @@ export interface Database {
   transaction<T>(work: (query: SqlQuery) => Promise<T>): Promise<T>
   /** True when the database answers a trivial query. */
   ping(): Promise<boolean>
+  /**
+   * The connection pools now (metrics, overload protection): `main` (Prisma and the API's plain SQL) and
+   * `visitor` (the redirects' reads). None on the embedded database: PGlite is one connection inside the
+   * process and queues its queries itself, with nothing to count from outside.
+   */
+  pools(): PoolStats[]
   close(): Promise<void>
 }
+
+export interface PoolStats {
+  name: 'main' | 'visitor'
+  /** Most connections the pool opens. */
+  max: number
+  /** Connections open (idle or in use). */
+  total: number
+  idle: number
+  /** Queries waiting for a connection. */
+  waiting: number
+}
+
+const statsOf = (name: PoolStats['name'], pool: pg.Pool, max: number): PoolStats => ({
+  name,
+  max,
+  total: pool.totalCount,
+  idle: pool.idleCount,
+  waiting: pool.waitingCount,
+})
 
 export interface OpenDatabaseOptions {
   databaseUrl?: string
@@ -109,6 +134,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
     sql: async <Row>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as Row[],
     transaction: (work) => poolTransaction(pool, work),
     ping: () => pingWith(prisma),
+    pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
     async close() {
       await prisma.$disconnect()
       await Promise.all([pool.end(), visitorPool.end()]).catch(() => {})
@@ -138,6 +164,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
     sql: async <Row>(sql: string, params: unknown[] = []) => (await client.query<Row>(sql, params)).rows,
     transaction: (work) => client.transaction((tx) => work(async (sql, params = []) => (await tx.query(sql, params)).rows as never)),
     ping: () => pingWith(prisma),
+    pools: () => [],
     async close() {
       await prisma.$disconnect()
       await client.close()

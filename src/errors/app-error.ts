@@ -65,6 +65,12 @@ export const slugReserved = (slug: string) =>
 export const unauthorized = () =>
   new AppError(401, 'unauthorized', 'A valid API token is required in the Api-Authorization header')
 
+/** GET /metrics without the METRICS_TOKEN it is configured with (src/metrics/metrics-routes.ts). */
+export const metricsUnauthorized = () =>
+  new AppError(401, 'unauthorized', 'GET /metrics needs Authorization: Bearer <METRICS_TOKEN>', undefined, {
+    'www-authenticate': 'Bearer realm="metrics"',
+  })
+
 export const domainReserved = (domain: string) =>
   new AppError(
     403,
@@ -120,5 +126,17 @@ export const databaseBusy = () =>
     retryShortly,
   )
 
+/**
+ * The instance is saturated (src/plugins/overload.ts): it refuses at once rather than queue a request until
+ * its client gives up; the load balancer, told by /readyz, sends the next ones to another instance.
+ */
+export const overloaded = (what: 'event loop' | 'database pool') =>
+  new AppError(
+    503,
+    'unavailable',
+    `This instance is overloaded (its ${what} is saturated); try again in ${RETRY_AFTER_UNAVAILABLE_SECONDS} s`,
+    undefined,
+    retryShortly,
+  )
 
 export const internal = () => new AppError(500, 'internal', 'Something went wrong on our side')

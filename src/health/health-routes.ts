@@ -3,8 +3,15 @@ import { Type } from '@sinclair/typebox'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../errors/app-error.js'
 import { headersTooLarge } from '../errors/http-errors.js'
 import { problemResponsesWith } from '../plugins/openapi-entity-responses.js'
+import { ALWAYS_ANSWERED, type OverloadReason } from '../plugins/overload.js'
 
 const Status = Type.Object({ status: Type.String() })
+
+/** What /readyz says while the instance refuses requests for load (src/plugins/overload.ts). */
+const OVERLOAD_STATUS: Record<OverloadReason, string> = {
+  event_loop: 'overloaded: event loop saturated',
+  database_pool: 'overloaded: database pool saturated',
+}
 const RetryAfter = { 'Retry-After': Type.Integer({ minimum: 1, description: 'Seconds to wait before asking again' }) }
 
 /**
@@ -18,13 +25,17 @@ const probeErrors = problemResponsesWith({
   },
 })
 
-/** Public: probes carry no token (`security: []` overrides the document's global requirement). */
+/**
+ * Public: probes carry no token (`security: []` overrides the document's global requirement). Never refused
+ * for load: liveness must not fail because the instance is busy, and readiness reports the load itself.
+ */
 const common = { tags: ['health'], security: [] }
 
 export default async function healthRoutes(app: FastifyInstance) {
   app.get(
     '/healthz',
     {
+      config: ALWAYS_ANSWERED,
       schema: {
         ...common,
         operationId: 'getHealth',
@@ -38,23 +49,35 @@ export default async function healthRoutes(app: FastifyInstance) {
   app.get(
     '/readyz',
     {
+      config: ALWAYS_ANSWERED,
       schema: {
         ...common,
         operationId: 'getReadiness',
-        summary: 'Readiness: the database answers',
+        summary: 'Readiness: not overloaded, and the database answers',
         description:
-          'Answers 200 when the database answers a ping, else 503 with Retry-After: take the instance out of the ' +
-          'load balancer until it is ready again. No token needed.',
+          'Answers 200 when the instance is not overloaded and the database answers a ping, else 503 with Retry-After ' +
+          'and a status saying why: take the instance out of the load balancer until it is ready again. Overloaded ' +
+          "means the event loop's mean delay is over OVERLOAD_EVENT_LOOP_DELAY_MS (1 s by default) or more queries " +
+          'than OVERLOAD_DB_POOL_WAITING (100) wait for a database connection; meanwhile the instance answers other ' +
+          'requests 503 `unavailable` at once. No token needed.',
         response: {
-          200: { description: 'The database answers', content: { 'application/json': { schema: Status } } },
+          200: { description: 'Ready', content: { 'application/json': { schema: Status, example: { status: 'ready' } } } },
           ...probeErrors,
-          503: { description: 'The database does not answer', headers: RetryAfter, content: { 'application/json': { schema: Status } } },
+          503: {
+            description:
+              'Not ready: `database unreachable`, `overloaded: event loop saturated` or `overloaded: database pool saturated`',
+            headers: RetryAfter,
+            content: { 'application/json': { schema: Status, example: { status: 'overloaded: event loop saturated' } } },
+          },
         },
       },
     },
-    async (_request, reply) =>
-      (await app.db.ping())
-        ? { status: 'ready' }
-        : reply.code(503).header('retry-after', RETRY_AFTER_UNAVAILABLE_SECONDS).send({ status: 'database unreachable' }),
+    async (_request, reply) => {
+      const overloaded = app.overload.reason()
+      // Checked first: a saturated pool would make the ping itself wait.
+      const status = overloaded ? OVERLOAD_STATUS[overloaded] : (await app.db.ping()) ? null : 'database unreachable'
+      if (status === null) return { status: 'ready' }
+      return reply.code(503).header('retry-after', RETRY_AFTER_UNAVAILABLE_SECONDS).send({ status })
+    },
   )
 }

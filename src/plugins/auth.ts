@@ -37,6 +37,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** onRequest hook for routes that need an API token: sets request.caller or answers 401/429. */
     authenticate: (request: FastifyRequest, reply: FastifyReply) => Promise<void>
+    /** The bad-token throttle (its refusals are a metric). */
+    badTokenThrottle: BadTokenThrottle
   }
 }
 
@@ -58,10 +60,14 @@ export default fp(
         select: { id: true, workspaceId: true, official: true, revokedAt: true },
       })
     app.decorateRequest('caller', null as unknown as Caller)
+    app.decorate('badTokenThrottle', throttle)
 
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
       const blockedFor = throttle.blockedFor(request.ip)
-      if (blockedFor > 0) throw tooManyRequests('Too many requests with a bad API token; wait and try again', blockedFor)
+      if (blockedFor > 0) {
+        throttle.refusals++
+        throw tooManyRequests('Too many requests with a bad API token; wait and try again', blockedFor)
+      }
 
       const header = request.headers[TOKEN_HEADER]
       const token = typeof header === 'string' ? header.trim() : ''
@@ -73,6 +79,7 @@ export default fp(
       if (!record || record.revokedAt) {
         const nowBlockedFor = throttle.recordFailure(request.ip)
         if (nowBlockedFor > 0) {
+          throttle.refusals++
           throw tooManyRequests('Too many requests with a bad API token; wait and try again', nowBlockedFor)
         }
         throw unauthorized()

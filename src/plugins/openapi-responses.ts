@@ -38,7 +38,8 @@ const problemDescriptions: Record<number, string> = {
   500: 'internal',
   503:
     'unavailable: the database cannot be reached or is too busy to answer in time (or Redis, under ' +
-    'RATE_LIMIT_ON_REDIS_ERROR=deny), or the service is restarting; Retry-After says when to try again',
+    'RATE_LIMIT_ON_REDIS_ERROR=deny), the instance is overloaded (its event loop or database pool is saturated: it ' +
+    'refuses at once rather than queue the request), or the service is restarting; Retry-After says when to try again',
 }
 
 /** Examples of each error a status carries, made by the constructors the service throws (nothing written twice). */

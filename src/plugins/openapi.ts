@@ -34,7 +34,8 @@ export default fp(
             `within ${HTTP_TIMEOUTS.requestMs / 1000} s), 431 \`headers_too_large\` (request line and headers over ` +
             `${maxHeaderSize / 1024} KiB; these three close the connection), ` +
             '404 `not_found` (no such operation) or, while the service shuts down, 503 `unavailable` with ' +
-            '`Retry-After` and `Connection: close`.',
+            '`Retry-After` and `Connection: close`; and, while the instance is overloaded, 503 `unavailable` with ' +
+            '`Retry-After` (every operation but the health probes and /metrics).',
           // The service's own pages: the project has no public contact address or open licence to name.
           contact: { name: 'Short-link service API', url: `${options.config.publicUrl}/docs` },
           license: { name: 'Proprietary', identifier: 'LicenseRef-Proprietary' },
@@ -51,7 +52,7 @@ export default fp(
           { name: 'pixels', description: "The workspace's tracking pixels, which links use" },
           { name: 'scripts', description: "The workspace's HTML/JavaScript snippets, which links attach" },
           { name: 'stats', description: 'Click analytics: clicks, unique visitors and bots of links and the workspace, and raw visits' },
-          { name: 'health', description: 'Liveness and readiness probes' },
+          { name: 'health', description: 'Liveness and readiness probes, and the Prometheus metrics' },
         ],
       },
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },

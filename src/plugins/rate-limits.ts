@@ -55,6 +55,8 @@ type RequestHook = (request: FastifyRequest, reply: FastifyReply) => Promise<voi
 export interface Quotas {
   /** 'redis', 'memory', 'custom' or 'off'. */
   readonly storeKind: string
+  /** Requests (or bulk items) refused by a quota (429), and store calls that failed (Redis down): metrics. */
+  readonly counts: QuotaCounts
   /** The hooks a limited route adds: spread them into its options. */
   routeHooks(operation: QuotaOperation): { preHandler?: RequestHook; onSend?: PayloadHook }
   /**
@@ -70,6 +72,11 @@ export interface Quotas {
    * link and leaves the quota headers to the route's onSend hook.
    */
   reserveMany(request: FastifyRequest, operation: QuotaOperation, count: number): Promise<BulkReservation>
+}
+
+export interface QuotaCounts {
+  rejected: Record<QuotaOperation, number>
+  storeFailures: number
 }
 
 export interface BulkReservation {
@@ -104,9 +111,11 @@ export default fp(
     const { config } = options
     const settings = options.rateLimits ?? {}
     const policy = config.rateLimitOnRedisError
+    const counts: QuotaCounts = { rejected: { create: 0, update: 0 }, storeFailures: 0 }
     if (settings.enabled === false) {
       app.decorate('quotas', {
         storeKind: 'off',
+        counts,
         routeHooks: () => ({}),
         admit: async () => {},
         reserveMany: async (_request: FastifyRequest, _operation: QuotaOperation, count: number) => ({ granted: count, settle: async () => {} }),
@@ -151,6 +160,7 @@ export default fp(
     let lastWarning = -Infinity
     let unwarned = 0
     function storeFailed(request: FastifyRequest, error: unknown): void {
+      counts.storeFailures++
       unwarned++
       const time = Date.now()
       if (!failing || time - lastWarning >= OUTAGE_LOG_INTERVAL_MS) {
@@ -209,6 +219,7 @@ export default fp(
         return
       }
       if (!state.decision.allowed) {
+        counts.rejected[request.quotaOperation]++
         const full = exhaustedWindow(state.decision)
         throw quotaExceeded(request.quotaOperation, full, full.resetSeconds)
       }
@@ -300,6 +311,7 @@ export default fp(
       }
       let refused: Error | undefined
       if (granted < count) {
+        counts.rejected[operation] += count - granted
         const full = exhaustedWindow(latest)
         refused = quotaExceeded(operation, full, full.resetSeconds)
       }
@@ -319,7 +331,7 @@ export default fp(
       return { granted, refused, settle }
     }
 
-    app.decorate('quotas', { storeKind, routeHooks, admit, reserveMany })
+    app.decorate('quotas', { storeKind, counts, routeHooks, admit, reserveMany })
   },
   { name: 'rate-limits', dependencies: ['database', 'auth', 'redis'] },
 )

@@ -9,9 +9,16 @@ import type { Redis } from 'ioredis'
 import type { Config } from '../config/config.js'
 import { closeRedisClient, createRedisClient } from '../redis/redis-client.js'
 
+/** The client's connection errors and reconnection attempts since start: metrics. */
+export interface RedisCounts {
+  errors: number
+  reconnects: number
+}
+
 declare module 'fastify' {
   interface FastifyInstance {
     redis: Redis | null
+    redisCounts: RedisCounts
   }
 }
 
@@ -19,7 +26,11 @@ export default fp(
   async function redis(app: FastifyInstance, options: { config: Config }) {
     const client = options.config.redisUrl ? createRedisClient(options.config.redisUrl) : null
     app.decorate('redis', client)
+    const counts: RedisCounts = { errors: 0, reconnects: 0 }
+    app.decorate('redisCounts', counts)
     if (client) {
+      client.on('error', () => counts.errors++)
+      client.on('reconnecting', () => counts.reconnects++)
       app.addHook('onClose', () => closeRedisClient(client))
     }
   },

@@ -11,6 +11,7 @@ import { notFoundPage } from '../redirects/pages/index.js'
 import { sendPage } from '../redirects/respond.js'
 import { qrOptions } from './qr-code.js'
 import { PUBLIC_QR_CACHE_CONTROL, sendQr } from './qr-response.js'
+import { VISITOR_PRESSURE } from '../plugins/overload.js'
 
 const SLUG = new RegExp(`^[A-Za-z0-9_-]{1,${LIMITS.slug}}$`)
 
@@ -27,6 +28,7 @@ export function publicQrRoute(app: FastifyInstance, { shortHost, notARoute }: Vi
     {
       logLevel: 'warn',
       schema: { hide: true, querystring: QrQuery },
+      config: VISITOR_PRESSURE,
       // Before the query is validated: on a host that is no short domain this path does not exist.
       onRequest: async (request, reply) => {
         if (shortHost(request) === null) return notARoute(reply)

@@ -70,6 +70,8 @@ interface ThrottleScripts {
 export class RedisPasswordThrottle implements PasswordThrottle {
   private readonly fallback = new MemoryPasswordThrottle()
   private lastWarning = -Infinity
+  /** Tries Redis did not count in time (the fallback did): metrics. */
+  redisFailures = 0
 
   constructor(
     private readonly redis: Redis,
@@ -93,6 +95,7 @@ export class RedisPasswordThrottle implements PasswordThrottle {
       return taken === 1 ? { allowed: true, ticket } : { allowed: false, retryAfterSeconds: retryAfter(Number(oldest), now) }
     } catch (error) {
       // Still limited, per instance, rather than not at all.
+      this.redisFailures++
       this.warn(error)
       return this.fallback.take(link, address, now)
     }

@@ -39,6 +39,9 @@ export class RedirectCache {
   private generation = 0
   /** Database reads made (the benchmark and tests look at it). */
   reads = 0
+  /** Lookups (peek) the cache answered, and ones it could not (a read follows, or joins one under way): metrics. */
+  hits = 0
+  misses = 0
 
   constructor(
     private readonly read: (domain: string, slugKey: string) => Promise<RedirectView | null>,
@@ -61,6 +64,13 @@ export class RedirectCache {
    * `maxAgeMs`, what was read longer ago than that counts as unknown (used while invalidations may be missed).
    */
   peek(key: string, maxAgeMs?: number): RedirectView | null | undefined {
+    const found = this.find(key, maxAgeMs)
+    if (found === undefined) this.misses++
+    else this.hits++
+    return found
+  }
+
+  private find(key: string, maxAgeMs: number | undefined): RedirectView | null | undefined {
     const view = this.links.get(key)
     if (view !== undefined) return maxAgeMs === undefined || this.ageOf(this.links, key) <= maxAgeMs ? view : undefined
     if (!this.missing.get(key)) return undefined

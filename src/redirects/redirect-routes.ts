@@ -11,6 +11,7 @@ import { notFound, unsupportedMediaType } from '../errors/app-error.js'
 import { publicQrRoute } from '../qr/qr-public-route.js'
 import { verifyPassword } from '../links/password.js'
 import { sendProblem } from '../plugins/errors.js'
+import { VISITOR_PRESSURE } from '../plugins/overload.js'
 import type { VisitCounters } from '../plugins/redirects.js'
 import { visitorCountry } from './destination.js'
 import { evaluate, isExpired, NOT_FOUND, type Answer } from './evaluate.js'
@@ -45,7 +46,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
   // Both in this plugin's scope only: the API keeps accepting JSON bodies alone, and its request logs.
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT })
   app.setChildLoggerFactory(quietChildLogger)
-  const visitorRoute = { logLevel: 'warn', schema: { hide: true } } as const
+  const visitorRoute = { logLevel: 'warn', schema: { hide: true }, config: VISITOR_PRESSURE } as const
 
   const shortHost = (request: FastifyRequest) => {
     const host = requestHost(request.hostname)

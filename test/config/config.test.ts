@@ -18,7 +18,11 @@ t.test('defaults', async (t) => {
     rateLimitOnRedisError: 'allow',
     cookieSecret: undefined,
     redisKeyPrefix: '',
+    metricsToken: undefined,
+    overload: { eventLoopDelayMs: 1000, dbPoolWaiting: 100 },
   })
+  t.same(loadConfig({ OVERLOAD_EVENT_LOOP_DELAY_MS: '0', OVERLOAD_DB_POOL_WAITING: '25' }).overload, { eventLoopDelayMs: 0, dbPoolWaiting: 25 })
+  t.equal(loadConfig({ METRICS_TOKEN: 'm'.repeat(16) }).metricsToken, 'm'.repeat(16))
   t.equal(loadConfig({ COOKIE_SECRET: 'x'.repeat(32) }).cookieSecret, 'x'.repeat(32))
 })
 
@@ -68,6 +72,9 @@ t.test('an invalid value stops the start with a message naming the variable', as
     // A brace would make the prefix the keys' Redis Cluster hash tag, sending every workspace to one slot.
     [{ REDIS_KEY_PREFIX: '{prod}:' }, /REDIS_KEY_PREFIX/],
     [{ REDIS_KEY_PREFIX: 'has space' }, /REDIS_KEY_PREFIX/],
+    [{ METRICS_TOKEN: 'short' }, /METRICS_TOKEN/],
+    [{ OVERLOAD_EVENT_LOOP_DELAY_MS: '-1' }, /OVERLOAD_EVENT_LOOP_DELAY_MS/],
+    [{ OVERLOAD_DB_POOL_WAITING: 'many' }, /OVERLOAD_DB_POOL_WAITING/],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))

@@ -99,6 +99,7 @@ t.test('500 internal says nothing about internals', async (t) => {
   const failing = {
     kind: 'postgres',
     ping: async () => true,
+    pools: () => [],
     close: async () => {},
     prisma: {
       apiToken: {

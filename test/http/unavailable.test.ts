@@ -52,6 +52,7 @@ t.test('a busy database (no transaction in time, a deadlock that outlasted the r
     const database = {
       kind: 'postgres',
       ping: async () => true,
+      pools: () => [],
       close: async () => {},
       prisma: {
         apiToken: {
