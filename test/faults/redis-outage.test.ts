@@ -119,3 +119,33 @@ t.test('Redis cut and refused during a burst, then restored', { skip: !REDIS_URL
   t.ok(await eventually(async () => (await location(b)) === 'https://example.com/v3', 3000), 'b hears of the change through Redis')
   t.same(logs.flatMap((log) => log.errorLines()), [], 'no error logged: the outage is warnings')
 })
+
+t.test('regression: a change whose message could not be sent (only its instance lost Redis) reaches the others once it is back', { skip: !REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  // Two instances, each with a path of its own to Redis: only the writer's breaks.
+  const writerPath = await TcpProxy.inFrontOf(REDIS_URL!)
+  t.teardown(() => writerPath.proxy.close())
+  const { database } = await openTestDatabase(t)
+  const keyPrefix = redisKeyPrefix(t)
+  const logs = [errorLog(), errorLog()]
+  const build = async (redisUrl: string, i: number) =>
+    (await buildTestApp(t, { database, env: { REDIS_URL: redisUrl }, logger: logs[i].logger, rateLimits: { keyPrefix }, redirects: { keyPrefix }, visits: { keyPrefix } })).app
+  const writer = await build(writerPath.url, 0)
+  const reader = await build(REDIS_URL!, 1)
+  t.ok(await eventually(() => writer.redirects.channel.live && reader.redirects.channel.live))
+  const ws = await quotaWorkspace(database.prisma, 'unsent', {})
+  for (const app of [writer, reader]) await app.redirects.domains.refresh()
+  const created = await client(writer, ws.token).create({ id: 'sale', url: 'https://example.com/v1' }, { autofill: false })
+  const location = async (app: FastifyInstance) => (await visit(app, '/sale', { host: ws.domain })).headers.location
+  t.equal(await location(reader), 'https://example.com/v1', 'cached by the reader')
+
+  writerPath.proxy.refuse()
+  t.ok(await eventually(() => writer.redis!.status !== 'ready'), 'the writer has lost Redis')
+  t.equal((await client(writer, ws.token).update(json(created).uniq, { url: 'https://example.com/v2' }, { autofill: false })).statusCode, 200)
+  t.ok(reader.redirects.channel.live, 'the reader still hears Redis, so it trusts its cache')
+  t.equal(await location(reader), 'https://example.com/v1', 'and has not heard of the change')
+
+  writerPath.proxy.restore()
+  // Before the fix, the reader kept the old address for the cache's whole lifetime (60 s).
+  t.ok(await eventually(async () => (await location(reader)) === 'https://example.com/v2', 8000), 'the reader sees the change once the writer is back')
+  t.same(logs.flatMap((log) => log.errorLines()), [])
+})
