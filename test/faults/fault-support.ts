@@ -13,14 +13,10 @@ export interface Answer {
 }
 
 /** One request to the server on `port`, bounded by HANG_BOUND_MS; never throws. */
-export async function ask(port: number, path: string, init: RequestInit & { host?: string } = {}): Promise<Answer> {
-  const { host, ...rest } = init
-  const headers = new Headers(rest.headers)
-  if (host) headers.set('host', host)
+export async function ask(port: number, path: string, init: RequestInit = {}): Promise<Answer> {
   try {
     const response = await fetch(`http://127.0.0.1:${port}${path}`, {
-      ...rest,
-      headers,
+      ...init,
       redirect: 'manual',
       signal: AbortSignal.timeout(HANG_BOUND_MS),
     })

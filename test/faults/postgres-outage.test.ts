@@ -9,6 +9,7 @@ import pg from 'pg'
 import t, { type Test } from 'tap'
 import { openDatabase } from '../../src/db/database.js'
 import { errorLog } from '../support/error-log.js'
+import { rawRequest, type RawResponse } from '../support/raw-http.js'
 import { logLines, startServer } from '../support/server-process.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase } from '../support/test-app.js'
@@ -29,6 +30,14 @@ t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !
   const server = await startServer({ DATABASE_URL: proxiedUrl })
   t.teardown(() => server.child.kill('SIGKILL'))
 
+  // A link visited before the outage: the redirect cache keeps serving it while the database is away.
+  const cached = await createLink(server.port, token, { id: 'cached', url: 'https://example.com/cached' })
+  t.equal(cached.status, 201)
+  const visitCached = () =>
+    rawRequest(server.port, 'GET /cached HTTP/1.1\r\nHost: go.outage.test\r\nUser-Agent: Mozilla/5.0 (X11; Linux x86_64) Firefox/120.0\r\nConnection: close\r\n\r\n')
+  t.equal((await visitCached()).status, 302, 'visited before the outage')
+  let visitDuringOutage: RawResponse | undefined
+
   // Creates go on, CONCURRENCY at a time, before the outage (BEFORE of them), during it, and for a while after it.
   const answers: Answer[] = []
   let outage: Promise<void> | undefined
@@ -41,7 +50,9 @@ t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !
         if (i === BEFORE) {
           outage = (async () => {
             proxy.refuse()
-            await sleep(OUTAGE_MS)
+            await sleep(OUTAGE_MS / 2)
+            visitDuringOutage = await visitCached()
+            await sleep(OUTAGE_MS / 2)
             proxy.restore()
             restoredAt = Date.now()
           })()
@@ -71,6 +82,8 @@ t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !
   t.ok(refused.size > 0, 'the outage was met by some requests')
   t.ok(created.size > BEFORE, 'the others were served, before and after')
 
+  t.equal(visitDuringOutage?.status, 302, 'a cached link is redirected while the database is away')
+
   // The service comes back by itself: /readyz, then creates.
   t.ok(await eventually(async () => (await ask(server.port, '/readyz')).status === 200), '/readyz is 200 again without a restart')
   for (let i = 0; i < 5; i++) {
@@ -81,11 +94,15 @@ t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !
   }
 
   // What is stored, read directly (not through the proxy): every 201, and no slug answered with an error.
-  const stored = await database.prisma.link.findMany({ select: { slug: true } })
+  const stored = await database.prisma.link.findMany({ where: { slug: { not: 'cached' } }, select: { slug: true } })
   const storedSlugs = new Set(stored.map((link) => link.slug))
   t.same([...created].filter((slug) => !storedSlugs.has(slug)), [], 'every acknowledged create is stored')
   t.same([...refused].filter((slug) => storedSlugs.has(slug)), [], 'no create answered 503 is stored')
   t.equal(storedSlugs.size, created.size, 'and nothing else')
+
+  const visits = async () =>
+    (await database.prisma.$queryRawUnsafe<{ count: number }[]>(`SELECT count(*)::int AS "count" FROM "analytics"."Visit" WHERE "linkUniq" = $1`, cached.body.uniq))[0].count
+  t.ok(await eventually(async () => (await visits()) === 2), 'both visits are stored, the one of the outage once the database is back')
 
   t.same(logLines(server.output()).filter((line) => line.level >= 50), [], 'no error in the log: 503s are warnings')
 })
