@@ -6,7 +6,7 @@
 import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
-import { openDatabase, poolTransaction, SESSION_OPTIONS, type Database } from '../../src/db/database.js'
+import { openDatabase, poolTransaction, poolWrite, SESSION_OPTIONS, type Database } from '../../src/db/database.js'
 import { PrismaClient } from '../../src/generated/prisma/client.js'
 
 export interface LoggedQuery {
@@ -72,6 +72,7 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
     kind: 'postgres',
     query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
     sql: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
+    write: (text, params) => poolWrite(pool, text, params),
     transaction: (work) => poolTransaction(pool, work),
     ping: async () => true,
     pools: () => [{ name: 'main', max: 10, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }],

@@ -3,6 +3,7 @@ import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { acquireDataDirLock } from './data-dir-lock.js'
+import { isDatabaseUnavailable, OutcomeUnknownError } from './errors.js'
 import { applyMigrations, type SqlRunner } from './migrate.js'
 
 export type { PrismaClient }
@@ -30,6 +31,12 @@ export interface Database {
    * `include` sent three statements where one does.
    */
   sql<Row>(sql: string, params?: unknown[]): Promise<Row[]>
+  /**
+   * `sql` for a write whose outcome matters when the connection breaks (a create): a connection lost after the
+   * statement was sent throws OutcomeUnknownError (src/db/errors.ts), since PostgreSQL may have run and committed
+   * it; a failure to get a connection at all is thrown as it is (nothing was sent).
+   */
+  write<Row>(sql: string, params?: unknown[]): Promise<Row[]>
   /**
    * Plain SQL statements in one transaction, on the main pool, for bulk work (the visit batches): Prisma's
    * client would serialise and check thousands of array elements per statement first, at a cost that showed
@@ -132,6 +139,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
     query: async <Row>(sql: string, params: unknown[] = [], name?: string) =>
       (await visitorPool.query({ text: sql, values: params, name })).rows as Row[],
     sql: async <Row>(sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows as Row[],
+    write: (sql, params) => poolWrite(pool, sql, params),
     transaction: (work) => poolTransaction(pool, work),
     ping: () => pingWith(prisma),
     pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
@@ -162,6 +170,8 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
     kind: 'embedded',
     query: async <Row>(sql: string, params: unknown[] = []) => (await client.query<Row>(sql, params)).rows,
     sql: async <Row>(sql: string, params: unknown[] = []) => (await client.query<Row>(sql, params)).rows,
+    // In the process: no connection to lose between the statement and its answer.
+    write: async <Row>(sql: string, params: unknown[] = []) => (await client.query<Row>(sql, params)).rows,
     transaction: (work) => client.transaction((tx) => work(async (sql, params = []) => (await tx.query(sql, params)).rows as never)),
     ping: () => pingWith(prisma),
     pools: () => [],
@@ -173,20 +183,52 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
   }
 }
 
-/** Database.transaction on a pg pool: BEGIN … COMMIT on one of its connections, ROLLBACK if `work` throws. */
-export async function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery) => Promise<T>): Promise<T> {
+/**
+ * `work` on one connection of the pool. A connection that breaks while it is checked out makes its client emit
+ * 'error', which crashes the process when nothing listens (pg-pool listens only while the client is idle); the
+ * statement in flight fails with the same error, which is how `work` learns of it. A broken client is discarded,
+ * not given back to the pool.
+ */
+async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect()
+  const reportedToTheStatement = () => {}
+  client.on('error', reportedToTheStatement)
+  let broken: Error | undefined
   try {
-    await client.query('BEGIN')
-    const result = await work(async (sql, params = []) => (await client.query(sql, params)).rows)
-    await client.query('COMMIT')
-    return result
+    return await work(client)
   } catch (error) {
-    await client.query('ROLLBACK').catch(() => {})
+    if (isDatabaseUnavailable(error)) broken = error as Error
     throw error
   } finally {
-    client.release()
+    client.off('error', reportedToTheStatement)
+    client.release(broken)
   }
+}
+
+/** Database.transaction on a pg pool: BEGIN … COMMIT on one of its connections, ROLLBACK if `work` throws. */
+export function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery) => Promise<T>): Promise<T> {
+  return onPooledClient(pool, async (client) => {
+    await client.query('BEGIN')
+    try {
+      const result = await work(async (sql, params = []) => (await client.query(sql, params)).rows)
+      await client.query('COMMIT')
+      return result
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => {})
+      throw error
+    }
+  })
+}
+
+/** Database.write on a pg pool: a connection lost once the statement may have reached the server is OutcomeUnknownError. */
+export function poolWrite<Row>(pool: pg.Pool, sql: string, params: unknown[] = []): Promise<Row[]> {
+  return onPooledClient(pool, async (client) => {
+    try {
+      return (await client.query(sql, params)).rows as Row[]
+    } catch (error) {
+      throw isDatabaseUnavailable(error) ? new OutcomeUnknownError(error) : error
+    }
+  })
 }
 
 async function pingWith(prisma: PrismaClient): Promise<boolean> {

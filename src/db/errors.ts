@@ -78,3 +78,15 @@ export function violatedForeignKey(error: unknown): string | undefined {
   const index = current.meta?.driverAdapterError?.cause?.constraint?.index
   return typeof index === 'string' ? index : undefined
 }
+
+/**
+ * The connection to PostgreSQL broke after a write was sent: the server may have run and committed it (its answer
+ * lost on the way) or not. Still a "database unavailable" error (its message carries the cause's); the caller that
+ * can find out which (src/links/link-repository.ts) does so before answering.
+ */
+export class OutcomeUnknownError extends Error {
+  override name = 'OutcomeUnknownError'
+  constructor(cause: unknown) {
+    super(`The connection broke before the write's outcome was known: ${(cause as Error)?.message ?? cause}`, { cause })
+  }
+}

@@ -139,4 +139,18 @@ export const overloaded = (what: 'event loop' | 'database pool') =>
     retryShortly,
   )
 
+/**
+ * The connection to the database broke while a link was being stored and the service could not learn within a
+ * few seconds whether it was (src/links/link-repository.ts): the one 503 after which the link may exist.
+ */
+export const writeOutcomeUnknown = () =>
+  new AppError(
+    503,
+    'unavailable',
+    'The connection to the database broke while the link was being stored, and the service could not learn whether ' +
+      'it was: look it up before creating it again (a create retried with the same id answers 409 slug_taken if it was stored)',
+    undefined,
+    retryShortly,
+  )
+
 export const internal = () => new AppError(500, 'internal', 'Something went wrong on our side')

@@ -1,6 +1,7 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
 import type { Database, PrismaClient } from '../db/database.js'
+import { isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
 import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
 import { fieldError } from '../errors/app-error.js'
@@ -102,6 +103,14 @@ function newLinkColumns(link: { workspaceId: number; domain: string; slug: strin
   }
 }
 
+/**
+ * How long a create whose connection broke mid-statement keeps trying to learn whether its link was stored
+ * (settleLostInsert) before it answers 503 saying the outcome is unknown: an outage of a few seconds (a
+ * failover, a restarted pooler) is outlasted, and the request still ends well within a client's usual timeout.
+ */
+export const SETTLE_LOST_INSERT_MS = 5000
+const SETTLE_RETRY_MS = 100
+
 /** A link without pixels and scripts: one INSERT … RETURNING, no transaction and nothing read again. */
 async function insertPlainLink(
   database: Database,
@@ -110,12 +119,65 @@ async function insertPlainLink(
   const data = newLinkColumns(link, new Date())
   const params: unknown[] = []
   const values = sqlValues(data, params)
-  const [row] = await database.sql<LinkRow>(
-    `INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
-     RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
-    params,
-  )
-  return toStoredLink(row)
+  const insert = async () => {
+    const [row] = await database.write<LinkRow>(
+      `INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
+       RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
+      params,
+    )
+    return toStoredLink(row)
+  }
+  try {
+    return await insert()
+  } catch (error) {
+    if (!(error instanceof OutcomeUnknownError)) throw error
+    return settleLostInsert(database, link, data.createdAt as Date, insert, error)
+  }
+}
+
+/**
+ * The connection broke after the INSERT was sent, so PostgreSQL may have stored the link (and its answer was
+ * lost) or not: answering 503 could hide a stored link, answering 201 could announce one that is not. The same
+ * row is sent again until the database answers: the unique key on (domain, slugKey) makes it wait for the first
+ * INSERT if that one is still running, so it either stores the link now (the first was not stored) or fails on
+ * the key, and the row then found is this request's when it has this request's workspace, url and creation
+ * instant (to the millisecond): stored once either way. A row that is someone else's means the slug was taken
+ * and this link was not stored (the unique violation is thrown as the first attempt would have). When the
+ * database stays out of reach for SETTLE_LOST_INSERT_MS, the outcome stays unknown and the request says so.
+ */
+async function settleLostInsert(
+  database: Database,
+  link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
+  createdAt: Date,
+  insert: () => Promise<StoredLink>,
+  lost: OutcomeUnknownError,
+): Promise<StoredLink> {
+  const deadline = Date.now() + SETTLE_LOST_INSERT_MS
+  while (Date.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_MS))
+    try {
+      return await insert()
+    } catch (error) {
+      if (!isUniqueViolation(error)) {
+        if (isDatabaseUnavailable(error)) continue
+        throw error
+      }
+      let found: LinkRow | undefined
+      try {
+        // Whatever workspace holds it (a reserved domain is shared by the official tokens of several).
+        ;[found] = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."domain" = $1 AND l."slugKey" = $2`, [link.domain, slugKey(link.slug)])
+      } catch (readError) {
+        if (isDatabaseUnavailable(readError)) continue
+        throw readError
+      }
+      if (found && found.workspaceId === link.workspaceId && found.url === link.settings.url && found.createdAt.getTime() === createdAt.getTime()) {
+        return toStoredLink(found)
+      }
+      // Another's: the slug is taken and this link was not stored. Gone in between: try again.
+      if (found) throw error
+    }
+  }
+  throw lost
 }
 
 /** Whether a link can be stored by insertPlainLinks: no pixels and no scripts to lock first. */

@@ -10,8 +10,9 @@ import {
   unavailable,
   unsupportedMediaType,
   validationFailed,
+  writeOutcomeUnknown,
 } from '../errors/app-error.js'
-import { isDatabaseBusy, isDatabaseUnavailable, isTransactionConflict } from '../db/errors.js'
+import { isDatabaseBusy, isDatabaseUnavailable, isTransactionConflict, OutcomeUnknownError } from '../db/errors.js'
 import { badRequest } from '../errors/http-errors.js'
 import { fieldErrors } from './validation.js'
 
@@ -36,6 +37,7 @@ export function toAppError(error: FastifyError | Error, bodyLimit = BODY_LIMIT):
   }
   // Fastify's JSON parser reports malformed input as a SyntaxError carrying status 400.
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return invalidJson(error.message)
+  if (error instanceof OutcomeUnknownError) return writeOutcomeUnknown()
   if (isDatabaseUnavailable(error)) return unavailable()
   // Contention that outlasted the retries of src/db/transaction.ts, or a pool that could not serve in time.
   if (isDatabaseBusy(error) || isTransactionConflict(error)) return databaseBusy()

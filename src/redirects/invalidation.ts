@@ -4,7 +4,9 @@
  *
  * A subscriber that is not connected cannot hear changes, so while it is down the caches trust nothing older
  * than BLIND_MAX_AGE_MS; when it (re)subscribes it clears them, since messages may have been missed meanwhile.
- * A publish that fails (this instance cannot reach Redis) is bounded by the cache's lifetime (LINK_TTL_MS).
+ * A publish that fails (this instance cannot reach Redis, while others may still hear it) is made good once this
+ * instance reaches Redis again: it tells every instance to forget every link. Until then, and for an instance that
+ * never does, the cache's lifetime (LINK_TTL_MS) bounds it.
  */
 import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
@@ -15,6 +17,8 @@ import { withDeadline } from '../redis/redis-client.js'
 export interface Change {
   keys?: string[]
   workspaceId?: number
+  /** Changes of this instance went unsent: forget every link. */
+  everything?: true
 }
 
 /** While changes may go unheard, a cached link is used for at most this long after it was read. */
@@ -45,6 +49,9 @@ export class RedisChangeChannel implements ChangeChannel {
   private readonly heartbeat: NodeJS.Timeout
   private subscribed = false
   private lastWarning = -Infinity
+  /** A publish failed: the others may have missed a change, until everything is sent. */
+  private unsent = false
+  private readonly reconnected = () => this.sendEverythingIfUnsent()
 
   constructor(
     private readonly redis: Redis,
@@ -60,6 +67,8 @@ export class RedisChangeChannel implements ChangeChannel {
       this.subscribed = false
     })
     this.subscriber.on('message', (_channel: string, text: string) => this.receive(text))
+    // Back in touch with Redis: what failed to go out meanwhile is made good.
+    redis.on('ready', this.reconnected)
     this.heartbeat = setInterval(() => {
       if (this.subscribed) this.subscriber.ping().catch(() => {})
     }, HEARTBEAT_MS).unref()
@@ -86,23 +95,33 @@ export class RedisChangeChannel implements ChangeChannel {
     } catch {
       return
     }
-    if (message.from !== this.instance) this.handlers.apply(message)
+    if (message.from === this.instance) return
+    if (message.everything) this.handlers.resync()
+    else this.handlers.apply(message)
+  }
+
+  private sendEverythingIfUnsent(): void {
+    if (!this.unsent) return
+    this.unsent = false
+    this.publish({ everything: true })
   }
 
   publish(change: Change): void {
-    withDeadline(this.redis.publish(this.channel, JSON.stringify({ ...change, from: this.instance }))).catch((error: Error) => {
+    withDeadline(this.redis.publish(this.channel, JSON.stringify({ ...change, from: this.instance }))).then(() => this.sendEverythingIfUnsent(), (error: Error) => {
+      this.unsent = true
       const now = Date.now()
       if (now - this.lastWarning < WARNING_INTERVAL_MS) return
       this.lastWarning = now
       this.log.warn(
         { err: error },
-        'redirects: could not tell the other instances of a link change through Redis; they see it within 60 s',
+        'redirects: could not tell the other instances of a link change through Redis; they see it once this instance reaches Redis again, within 60 s at most',
       )
     })
   }
 
   async close(): Promise<void> {
     clearInterval(this.heartbeat)
+    this.redis.off('ready', this.reconnected)
     this.subscribed = false
     await this.subscriber.quit().catch(() => {})
     this.subscriber.disconnect()

@@ -5,39 +5,12 @@
  * were served before the signal.
  */
 import { once } from 'node:events'
-import { mkdtempSync, rmSync } from 'node:fs'
 import type { Socket } from 'node:net'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
-import type { Test } from 'tap'
 import t from 'tap'
-import { openDatabase, type Database } from '../../src/db/database.js'
 import { openConnection, parseResponse, readUntilClosed } from '../support/raw-http.js'
-import { logLines, startServer } from '../support/server-process.js'
-import { createWorkspaceToken, openTestDatabase } from '../support/test-app.js'
+import { logLines, serverDatabase, startServer } from '../support/server-process.js'
 
 const CONNECTIONS = 50
-
-/** The test PostgreSQL when DATABASE_URL is set (a token made here), else an embedded database (its first-start token). */
-async function serverDatabase(t: Test): Promise<{ env: Record<string, string>; token: (output: string) => string; stored: () => Promise<Database> }> {
-  if (process.env.DATABASE_URL) {
-    const { database, url } = await openTestDatabase(t)
-    const token = await createWorkspaceToken(database.prisma, { workspace: 'burst', defaultDomain: 'go.burst.test' })
-    return { env: { DATABASE_URL: url! }, token: () => token, stored: async () => database }
-  }
-  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-drain-'))
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
-  return {
-    env: { DATA_DIR: dataDir },
-    token: (output: string) => /\n {2}(sl_[A-Za-z0-9_-]{32})\n/.exec(output)![1],
-    // One process at a time may open the directory: read it once the server has exited.
-    stored: async (): Promise<Database> => {
-      const database = await openDatabase({ dataDir })
-      t.teardown(() => database.close())
-      return database
-    },
-  }
-}
 
 /** Reads one keep-alive answer from `socket` and leaves the connection open. */
 async function readOneAnswer(socket: Socket): Promise<number> {

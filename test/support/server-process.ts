@@ -1,5 +1,11 @@
 /** The server as operators run it: a real process, started the way `npm start` does (from source here). */
 import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdtempSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { Test } from 'tap'
+import { openDatabase, type Database } from '../../src/db/database.js'
+import { createWorkspaceToken, openTestDatabase } from './test-app.js'
 
 export interface RunningServer {
   child: ChildProcess
@@ -32,4 +38,25 @@ export function logLines(output: string): Record<string, any>[] {
     .split('\n')
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line))
+}
+
+/** The test PostgreSQL when DATABASE_URL is set (a token made here), else an embedded database (its first-start token). */
+export async function serverDatabase(t: Test, workspace = 'burst', defaultDomain = 'go.burst.test'): Promise<{ env: Record<string, string>; token: (output: string) => string; stored: () => Promise<Database> }> {
+  if (process.env.DATABASE_URL) {
+    const { database, url } = await openTestDatabase(t)
+    const token = await createWorkspaceToken(database.prisma, { workspace, defaultDomain })
+    return { env: { DATABASE_URL: url! }, token: () => token, stored: async () => database }
+  }
+  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-drain-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  return {
+    env: { DATA_DIR: dataDir },
+    token: (output: string) => /\n {2}(sl_[A-Za-z0-9_-]{32})\n/.exec(output)![1],
+    // One process at a time may open the directory: read it once the server has exited.
+    stored: async (): Promise<Database> => {
+      const database = await openDatabase({ dataDir })
+      t.teardown(() => database.close())
+      return database
+    },
+  }
 }
