@@ -19,8 +19,12 @@ function driverPrisma(database: Database): PrismaClient {
   return shim
 }
 
-/** The records of a page of links, with their all-time clicks read in one query for the whole page. */
+/**
+ * The records of a page of links with their all-time clicks: those the links were read with (every plain SQL
+ * read, list and update), else read in one statement for the whole page (links Prisma wrote, with pixels).
+ */
 export async function linkRecords(database: Database, links: StoredLink[]): Promise<LinkRecordBody[]> {
+  if (links.every((link) => link.clicks !== undefined)) return links.map((link) => toLinkRecord(link, link.clicks!))
   const clicks = await clicksOf(driverPrisma(database), links.map((link) => link.uniq))
   return links.map((link) => toLinkRecord(link, clicks.get(link.uniq) ?? 0))
 }

@@ -1,5 +1,6 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
+import { clicksSql } from '../analytics/stats-clicks.js'
 import type { Database, PrismaClient } from '../db/database.js'
 import { isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
@@ -12,7 +13,8 @@ const withPixels = {
   pixels: { orderBy: { position: 'asc' }, include: { pixel: true } },
 } as const satisfies Prisma.LinkInclude
 
-export type StoredLink = Prisma.LinkGetPayload<{ include: typeof withPixels }>
+/** A link as stored, and its all-time clicks when the statement that read it counted them. */
+export type StoredLink = Prisma.LinkGetPayload<{ include: typeof withPixels }> & { clicks?: number }
 
 /**
  * A link's columns and its pixels in one row, as plain SQL reads and writes return it (the same shape as
@@ -30,9 +32,13 @@ const PIXELS_COLUMN = `(SELECT coalesce(json_agg(json_build_object('linkUniq', l
     ORDER BY lp."position"), '[]') FROM "LinkPixel" lp JOIN "Pixel" p ON p."id" = lp."pixelId" WHERE lp."linkUniq" = l."uniq") AS "pixels"`
 /** A link without pixels has no LinkPixel rows to look at: the column is a constant. */
 const NO_PIXELS_COLUMN = `'[]'::json AS "pixels"`
-const LINK_SELECT = `SELECT ${LINK_COLUMNS}, ${PIXELS_COLUMN} FROM "Link" l`
+/** The link's all-time clicks, for its record: counted with the read, not by a statement of their own. */
+const CLICKS_COLUMN = `${clicksSql('l."uniq"')} AS "clicks"`
+const LINK_SELECT = `SELECT ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN} FROM "Link" l`
 
-type LinkRow = Omit<StoredLink, 'pixels'> & {
+type LinkRow = Omit<StoredLink, 'pixels' | 'clicks'> & {
+  /** count(*) is a bigint, which the driver hands over as text. */
+  clicks?: string
   pixels: { linkUniq: number; pixelId: string; position: number; pixel: Omit<StoredLink['pixels'][number]['pixel'], 'createdAt'> & { createdAt: string } }[]
 }
 
@@ -42,6 +48,7 @@ function toStoredLink(row: LinkRow): StoredLink {
     // A column Prisma declares String[] but that the table lets be NULL: Prisma reads NULL as [].
     tags: row.tags ?? [],
     tagKeys: row.tagKeys ?? [],
+    clicks: row.clicks === undefined ? undefined : Number(row.clicks),
     pixels: row.pixels.map((entry) => ({ ...entry, pixel: { ...entry.pixel, createdAt: new Date(entry.pixel.createdAt) } })),
   }
 }
@@ -230,7 +237,7 @@ async function updatePlainLink(database: Database, uniq: number, changes: Partia
   params.push(new Date().toISOString())
   const assignments = [...values.map((value) => `${value.name} = ${value.placeholder}`), `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`]
   const [row] = await database.sql<LinkRow>(
-    `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}`,
+    `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
     params,
   )
   return row ? toStoredLink(row) : null

@@ -44,6 +44,14 @@ t.test('stats and clicks are the same whether the visits are raw, split at rolle
     tagged: (await api.get(`/v1/stats?${range}&tag=promo`)).json(),
     domain: (await api.get(`/v1/stats?${range}&domain=go.acme.test&interval=day`)).json(),
     clicks: (await api.get('/v1/links?limit=10')).json().links.map((link: { uniq: number; clicks: number }) => [link.uniq, link.clicks]).sort(),
+    // Every answer that carries a record counts them: a read, a read by slug, a plain update (one UPDATE … RETURNING)
+    // and an update of pixels (a transaction, its clicks read after it).
+    records: [
+      (await api.get(`/v1/links/${one.uniq}`)).json().clicks,
+      (await api.get(`/v1/links/by-domain/${one.domain}/ONE`)).json().clicks,
+      (await api.put(`/v1/links/${one.uniq}`, { link: { note: 'read again' } })).json().clicks,
+      (await api.put(`/v1/links/${two.uniq}`, { link: { pixels: [{ platform: 'ga', value: 'G-ROLLUP' }] } })).json().clicks,
+    ],
   })
 
   const raw = await read()
@@ -51,6 +59,7 @@ t.test('stats and clicks are the same whether the visits are raw, split at rolle
   t.same(raw.workspace.totals, { clicks: 6, visitors: 4, bots: 1 })
   t.same(raw.tagged.totals, { clicks: 4, visitors: 3, bots: 1 })
   t.same(raw.clicks, [[one.uniq, 4], [two.uniq, 2]].sort(), 'clicks on the link records')
+  t.same(raw.records, [4, 4, 4, 2], 'and on the records of a read, a read by slug and both kinds of update')
   t.same(await aggregated(), { clicks: null, bots: null }, 'nothing summed yet')
 
   t.match(await app.visitRollup.run(new Date('2030-01-05T11:07:00Z')), { visits: 4 }, 'a rollup up to 11:07 sums the four visits before it')
