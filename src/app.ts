@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify'
 import { pino } from 'pino'
 import type { Config } from './config/config.js'
 import type { Database } from './db/database.js'
@@ -78,11 +78,28 @@ export function loggerOptions(config: Config): FastifyServerOptions['logger'] {
   }
 }
 
+/**
+ * One log line per request, written when it is answered and holding both the request and the answer (as pino-http
+ * writes it), instead of Fastify's two: at the default level the second line cost a fifth of a fixed route's time
+ * (npm run bench, /healthz). The line at arrival is still there at `debug`, for a request that never ends.
+ */
+export class OneLinePerRequest extends LogController {
+  override incomingRequest(request: FastifyRequest): void {
+    request.log.debug({ req: request }, 'incoming request')
+  }
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
+    else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
+  }
+}
+
 /** Builds the whole service: infrastructure plugins first, then the routes. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
+    logController: new OneLinePerRequest(),
     bodyLimit: BODY_LIMIT,
     // Fastify accepts a hop count too, though its types only list the other forms.
     trustProxy: config.trustProxy as boolean | string[],

@@ -16,7 +16,8 @@ const HOUR_LIMIT = 8
 const IN_FLIGHT = 4
 
 const lines: Record<string, any>[] = []
-const { app, prisma } = await buildTestApp(t, { logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } } })
+// At `debug`, the app logs each request as it arrives (at `info` only once answered): the sign that one arrived.
+const { app, prisma } = await buildTestApp(t, { logger: { level: 'debug', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } } })
 const token = await createWorkspaceToken(prisma, { workspace: 'leaving', defaultDomain: 'go.leaving.test' })
 await setLimits(prisma, { workspace: 'leaving', hour: HOUR_LIMIT })
 await app.listen({ port: 0, host: '127.0.0.1' })
