@@ -69,8 +69,8 @@ function movedRows(tier: (typeof TIERS)[number]): string {
 
 /**
  * One statement per tier: the moved rows summed per group row; the group rows they bring to zero deleted (a group
- * a link left keeps no trace of it); the others added to, or inserted. Only moves hold the rollup's row FOR
- * UPDATE, so no other writer of group rows runs meanwhile. Only a move out can bring a row to zero: without one
+ * a link left keeps no trace of it); the others added to, or inserted. A move holds the rollup's row FOR UPDATE,
+ * so no other writer of group rows runs meanwhile. Only a move out can bring a row to zero: without one
  * (`leaving` false) the delete and its anti-join are left out (a third of the time for a busy link).
  */
 function moveSql(tier: (typeof TIERS)[number], leaving: boolean): string {
