@@ -161,14 +161,16 @@ async function load(sql: pg.Client) {
   )).rows
   await store(database, LINK_VISITS, () => ({ uniq: hot, workspaceId: ids.bench, domain: 'go.bench.test' }), 'one link')
 
-  // (b) 100,000 links, every 10th tagged promo, every 100th in a folder; visits Zipf-like over them.
+  // (b) 100,000 links, every 10th tagged promo, every 20th in a folder (none of them tagged); visits Zipf-like over them.
+  const [{ id: folder }] = (await sql.query<{ id: number }>(`INSERT INTO "Folder" ("workspaceId", "name") VALUES ($1, 'bench') RETURNING "id"`, [ids.big])).rows
   await sql.query(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "tags", "tagKeys", "updatedAt")
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "tags", "tagKeys", "folderId", "updatedAt")
      SELECT $1, 'go.big.test', 'l' || g, 'l' || g, 'https://example.com/page/' || g,
             CASE WHEN g % 10 = 0 THEN ARRAY['Promo'] ELSE ARRAY[]::text[] END,
-            CASE WHEN g % 10 = 0 THEN ARRAY['promo'] ELSE ARRAY[]::text[] END, now()
+            CASE WHEN g % 10 = 0 THEN ARRAY['promo'] ELSE ARRAY[]::text[] END,
+            CASE WHEN g % 20 = 7 THEN $3::int END, now()
      FROM generate_series(1, $2::int) AS g`,
-    [ids.big, LINKS],
+    [ids.big, LINKS, folder],
   )
   const uniqs = (await sql.query<{ uniq: number }>('SELECT "uniq" FROM "Link" WHERE "workspaceId" = $1 ORDER BY "uniq"', [ids.big])).rows.map((row) => row.uniq)
   // Ranks are shuffled over the links, so that popular links are not all tagged or all untagged.
@@ -189,9 +191,10 @@ try {
   const token = (await createToken(prisma, { workspace: 'bench' })).token
   const bigToken = (await createToken(prisma, { workspace: 'big' })).token
   const [{ uniq: hot }] = (await sql.query<{ uniq: number }>(`SELECT "uniq" FROM "Link" WHERE "slug" = 'hot'`)).rows
+  const [{ id: folder }] = (await sql.query<{ id: number }>(`SELECT "id" FROM "Folder" WHERE "name" = 'bench'`)).rows
   const sizes = await sql.query<{ table: string; rows: string }>(
     `SELECT relname AS "table", reltuples::int8::text AS "rows" FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-     WHERE n.nspname = 'analytics' AND c.relkind IN ('r', 'p') AND relname IN ('LinkHourly', 'WorkspaceHourly', 'LinkDaily', 'WorkspaceDaily') ORDER BY 1`,
+     WHERE n.nspname = 'analytics' AND c.relkind IN ('r', 'p') AND relname IN ('LinkHourly', 'WorkspaceHourly', 'GroupHourly', 'LinkDaily', 'WorkspaceDaily', 'GroupDaily') ORDER BY 1`,
   )
   console.log(sizes.rows.map((row) => `${row.table}: ${row.rows} rows`).join(', '))
 
@@ -209,6 +212,9 @@ try {
     ['workspace, 90 days, domain', `/v1/stats?${range(90)}&domain=go.big.test`, bigToken],
     ['workspace, 30 days, tag=promo (10% of links)', `/v1/stats?${range(30)}&tag=promo`, bigToken],
     ['workspace, 90 days, tag=promo', `/v1/stats?${range(90)}&tag=promo`, bigToken],
+    ['workspace, 30 days, tag=promo, domain', `/v1/stats?${range(30)}&tag=promo&domain=go.big.test`, bigToken],
+    ['workspace, 30 days, folderId (5% of links)', `/v1/stats?${range(30)}&folderId=${folder}`, bigToken],
+    ['workspace, 90 days, folderId', `/v1/stats?${range(90)}&folderId=${folder}`, bigToken],
     ['list, 100 links with clicks', '/v1/links?limit=100', bigToken],
   ]
   console.log(`\n${RUNS} requests per case after ${WARMUP} warm-up ones`)

@@ -49,12 +49,12 @@ export const WorkspaceStatsQuery = Type.Object({
   ...rangeFields,
   domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Only visits of links on this short domain' })),
   folderId: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: MAX_INT4, description: 'Only links in this folder (slower: see the README)' }),
+    Type.Integer({ minimum: 1, maximum: MAX_INT4, description: 'Only links in this folder now (their visits from before too)' }),
   ),
   tag: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tag }), {
       maxItems: LIMITS.tags,
-      description: 'Only links that have this tag, ignoring case; repeat it for links that have all of them (slower)',
+      description: 'Only links that have this tag now (their visits from before too), ignoring case; repeat it for links that have all of them (slower: see the README)',
     }),
   ),
 })

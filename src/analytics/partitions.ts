@@ -1,7 +1,8 @@
 /**
  * The monthly partitions of analytics."Visit": created ahead of time (this month and the next ones) so that a
  * batch never waits for DDL, and dropped whole once older than the retention, which costs nothing like a
- * DELETE of millions of rows. The aggregates (hourly and daily) and the seen-today rows are trimmed at the same time.
+ * DELETE of millions of rows. The aggregates (per link, workspace and group; hourly and daily) and the seen-today rows
+ * are trimmed at the same time.
  * Every instance runs this; the DDL is idempotent and a race between two instances is harmless.
  */
 import type { PrismaClient } from '../db/database.js'
@@ -83,7 +84,9 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
   // Both tiers are cut at the same midnight UTC: a daily row stands for all its day's hours, so a day is kept or
   // dropped whole in each (hourly rows of the cutoff's own day stay, at most a day past the retention).
   const day = new Date(Math.floor(cutoff.getTime() / 86_400_000) * 86_400_000).toISOString()
-  for (const [table, time] of [['LinkHourly', 'hour'], ['WorkspaceHourly', 'hour'], ['LinkDaily', 'day'], ['WorkspaceDaily', 'day']]) {
+  // The group tables too: a group holds its links' rows summed, so it loses what they lose, on the same day.
+  const tables = [['LinkHourly', 'hour'], ['WorkspaceHourly', 'hour'], ['GroupHourly', 'hour'], ['LinkDaily', 'day'], ['WorkspaceDaily', 'day'], ['GroupDaily', 'day']]
+  for (const [table, time] of tables) {
     await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."${table}" WHERE "${time}" < $1::timestamptz`, day)
   }
   const yesterday = new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10)

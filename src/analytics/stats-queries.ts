@@ -1,6 +1,7 @@
 /**
  * The SQL of the stats: every figure is summed from the aggregates, the whole UTC days of the range from the daily
- * ones (LinkDaily, WorkspaceDaily) and its partial days from the hourly ones (LinkHourly, WorkspaceHourly), so that
+ * ones (LinkDaily, WorkspaceDaily, GroupDaily) and its partial days from the hourly ones (LinkHourly, WorkspaceHourly,
+ * GroupHourly), so that
  * a range of months reads a few thousand rows per breakdown instead of millions, and from the raw visits not yet
  * rolled up into them (the last minute or so, src/analytics/visit-rollup.ts), spread over the same breakdowns,
  * in the same statement so that the two meet exactly at "rolledUpTo". Buckets are cut by PostgreSQL (date_trunc
@@ -12,18 +13,25 @@ import { fieldError } from '../errors/app-error.js'
 import type { StatsRange } from './stats-range.js'
 import { MAX_AGGREGATE_VALUE } from './visit-aggregates.js'
 
-/** A source's two tiers of aggregates: hours, and whole UTC days (the same visits, summed). */
-export const LINK_TABLES = { hourly: '"analytics"."LinkHourly"', daily: '"analytics"."LinkDaily"' } as const
-export const WORKSPACE_TABLES = { hourly: '"analytics"."WorkspaceHourly"', daily: '"analytics"."WorkspaceDaily"' } as const
+/**
+ * A source's two tiers of aggregates: hours, and whole UTC days (the same visits, summed); `firstOfDay`, the raw
+ * visits' column that counts the same visitors as their "visitors".
+ */
+export const LINK_TABLES = { hourly: '"analytics"."LinkHourly"', daily: '"analytics"."LinkDaily"', firstOfDay: 'firstOfDay' } as const
+export const WORKSPACE_TABLES = { hourly: '"analytics"."WorkspaceHourly"', daily: '"analytics"."WorkspaceDaily"', firstOfDay: 'firstOfWorkspaceDay' } as const
+/** A tag's or a folder's, keyed like the workspace's (group-history.ts); its visitors are its links' own, summed. */
+export const GROUP_TABLES = { hourly: '"analytics"."GroupHourly"', daily: '"analytics"."GroupDaily"', firstOfDay: 'firstOfDay' } as const
 
 /**
  * Where the rows come from. `where` filters the tables aliased h and uses $1…$n for `params`; the queries below
  * number their own parameters after those.
  */
 export interface StatsSource {
-  tables: typeof LINK_TABLES | typeof WORKSPACE_TABLES
+  tables: typeof LINK_TABLES | typeof WORKSPACE_TABLES | typeof GROUP_TABLES
   where: string
   params: unknown[]
+  /** The condition on the raw visits (alias h) when the tables' columns are not theirs (a group's); else `where`. */
+  visits?: string
   /**
    * How the top links are read: the `link` dimension of the workspace's aggregates, or the links' own totals;
    * `among` selects the uniqs of the links that may be listed, with parameters of its own (PostgreSQL refuses a
@@ -180,10 +188,10 @@ function rangeRows(source: StatsSource, r: RangeParams, useDays: () => string): 
   return `(${pieces.join('\n    UNION ALL\n    ')}
     UNION ALL
     SELECT ${link ? 'h."linkUniq"' : 'h."workspaceId", h."domain"'}, d."dimension", date_trunc('hour', h."at", 'UTC'), d."value",
-      ${one(link ? 'firstOfDay' : 'firstOfWorkspaceDay')}
+      ${one(source.tables.firstOfDay)}
     FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${breakdowns}) AS d("dimension", "value")
     WHERE ${r.pending('h')} AND h."at" >= ${r.from}::timestamptz
-      AND h."at" < ${r.to}::timestamptz AND ${source.where}) h`
+      AND h."at" < ${r.to}::timestamptz AND ${source.visits ?? source.where}) h`
 }
 
 /** The series, every bucket in order with zeros where nothing was counted. */

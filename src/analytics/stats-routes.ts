@@ -88,8 +88,9 @@ export default async function statsRoutes(app: FastifyInstance, options: { links
         summary: "The workspace's stats",
         description:
           `The same as a link's stats for all the workspace's links, or those on one domain, plus the top links. ` +
-          'With tag or folderId the links that match are summed one by one: slower, and a visitor of two of them ' +
-          'on one day counts twice.',
+          'With tag or folderId, the visits of the links that match now, from before they matched too; a visitor ' +
+          'of two of them on one day counts twice. One tag or one folder (with or without domain) is read from ' +
+          'its own aggregates; two tags, or a tag and a folder, sum the matching links one by one (slower).',
         querystring: WorkspaceStatsQuery,
         response: {
           200: successResponse("The workspace's stats", WorkspaceStats),

@@ -5,7 +5,7 @@ import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
 import type { StoredLink } from '../links/link-repository.js'
 import type { Caller } from '../plugins/auth.js'
-import { LINK_TABLES, WORKSPACE_TABLES, readSeries, readTopLinks, readTops, withPendingFrom, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
+import { GROUP_TABLES, LINK_TABLES, WORKSPACE_TABLES, readSeries, readTopLinks, readTops, withPendingFrom, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
 import { formatInZone, parseRange, tooManyPoints, type StatsRange } from './stats-range.js'
 
 export interface StatsContext {
@@ -83,11 +83,13 @@ async function checkDomain(context: StatsContext, caller: Caller, given: string)
 }
 
 /**
- * The workspace's aggregates answer the whole workspace and a domain. Tags and folders are not in them: with
- * those filters the links' own aggregates are summed over the links that match (slower, and a visitor of two
- * of those links on one day counts twice among the visitors).
+ * Which aggregates answer a workspace's stats: the workspace's for the whole workspace and a domain; a group's
+ * (GroupHourly, GroupDaily) for one tag or one folder, with or without a domain. Other combinations (two tags, a
+ * tag and a folder) are not in any aggregate: the links that match are summed one by one (the per-link path,
+ * slower). A group's visitors are its links' own summed (a visitor of two of them on one day counts twice), as the
+ * per-link path counts them, so that both answer the same.
  */
-async function workspaceSource(context: StatsContext, caller: Caller, query: WorkspaceStatsRequest): Promise<StatsSource> {
+async function workspaceSource(context: StatsContext, caller: Caller, query: WorkspaceStatsRequest, paths: StatsPaths): Promise<StatsSource> {
   const domain = query.domain === undefined ? undefined : await checkDomain(context, caller, query.domain)
   const tagKeys = [...new Set((query.tag ?? []).map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
   if (tagKeys.length === 0 && query.folderId === undefined) {
@@ -97,6 +99,9 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
       params: domain === undefined ? [caller.workspaceId] : [caller.workspaceId, domain],
       links: { workspaceId: caller.workspaceId, byDimension: true, among: { sql: 'SELECT l."uniq" FROM "Link" l WHERE l."workspaceId" = $1::int', params: [caller.workspaceId] } },
     }
+  }
+  if (paths.groups && tagKeys.length + (query.folderId === undefined ? 0 : 1) === 1) {
+    return groupSource(caller, tagKeys[0], query.folderId, domain)
   }
   const params: unknown[] = [caller.workspaceId]
   const conditions = ['l."workspaceId" = $1::int']
@@ -112,9 +117,36 @@ async function workspaceSource(context: StatsContext, caller: Caller, query: Wor
   }
 }
 
-export async function workspaceStats(context: StatsContext, caller: Caller, query: WorkspaceStatsRequest): Promise<WorkspaceStatsBody> {
+/** One tag's or one folder's aggregates; its raw visits are those of the links in the group now. */
+function groupSource(caller: Caller, tagKey: string | undefined, folderId: number | undefined, domain: string | undefined): StatsSource {
+  const params: unknown[] = [caller.workspaceId, tagKey ?? String(folderId)]
+  const kind = tagKey === undefined ? 'folder' : 'tag'
+  const member = tagKey === undefined ? 'l."folderId" = $2::text::int' : 'l."tagKeys" @> ARRAY[$2::text]'
+  const [onDomain, linkOnDomain] = domain === undefined ? ['', ''] : [` AND h."domain" = $3::text`, ` AND l."domain" = $3::text`]
+  if (domain !== undefined) params.push(domain)
+  const among = `SELECT l."uniq" FROM "Link" l WHERE l."workspaceId" = $1::int AND ${member}${linkOnDomain}`
+  return {
+    tables: GROUP_TABLES,
+    where: `h."workspaceId" = $1::int AND h."groupKind" = '${kind}' AND h."groupValue" = $2::text${onDomain}`,
+    visits: `h."linkUniq" IN (${among})`,
+    params,
+    links: { workspaceId: caller.workspaceId, byDimension: true, among: { sql: among, params } },
+  }
+}
+
+/** Which paths may answer (tests compare the group path to the per-link one). */
+export interface StatsPaths {
+  groups: boolean
+}
+
+export async function workspaceStats(
+  context: StatsContext,
+  caller: Caller,
+  query: WorkspaceStatsRequest,
+  paths: StatsPaths = { groups: true },
+): Promise<WorkspaceStatsBody> {
   const range = parseRange(query, now(context))
-  const source = await workspaceSource(context, caller, query)
+  const source = await workspaceSource(context, caller, query, paths)
   const { common, tops, links } = await read(context, source, range, query.limit ?? STATS_LIMIT.default)
   return { ...common, top: { ...tops, links } }
 }

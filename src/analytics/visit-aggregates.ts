@@ -1,15 +1,18 @@
 /**
- * The one statement that adds visits to the aggregates, hourly (LinkHourly, WorkspaceHourly) and daily (LinkDaily,
- * WorkspaceDaily), and to the links' all-time clicks (LinkClicks); it answers one row, the number of visits it
- * added. Its visits come from `source`, any SELECT giving analytics."Visit"'s columns: a minute of raw rows for
+ * The one statement that adds visits to the aggregates, hourly (LinkHourly, WorkspaceHourly, GroupHourly) and daily
+ * (LinkDaily, WorkspaceDaily, GroupDaily), and to the links' all-time clicks (LinkClicks); it answers one row, the
+ * number of visits it added. Its visits come from `source`, any SELECT giving analytics."Visit"'s columns: a minute of raw rows for
  * the rollup (visit-rollup.ts), or a batch's late visits (visit-store.ts).
  *
  * PostgreSQL sums the visits by their combination of facts, spreads each combination over the breakdowns and sums
  * again: cheaper there than building those rows in JavaScript and sending them. Rows are written in key order,
  * so two writers at once take their row locks in the same order and wait for each other instead of deadlocking.
  * Hours and days are cut in UTC (a zone with a half-hour offset would cut them elsewhere); both tiers are written
- * together, so they always hold the same visits, and stats may read a whole UTC day from either.
+ * together, so they always hold the same visits, and stats may read a whole UTC day from either. A visit goes into
+ * the groups (tags, folder) of its link as the link is at that moment; changes of them later move the link's
+ * history (group-history.ts), and both hold analytics."Rollup" to take turns.
  */
+import { linkGroupsSql } from './group-history.js'
 
 /**
  * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,700
@@ -47,6 +50,9 @@ export function aggregateVisitsSql(source: string): string {
      ),
      workspace_${tier.suffix} AS (
        ${upsert(`Workspace${tier.suffix}`, tier, ['"workspaceId"'], ['"domain"'], '"workspaceVisitors"', 'workspace')}
+     ),
+     group_${tier.suffix} AS (
+       ${upsert(`Group${tier.suffix}`, tier, ['"workspaceId"', '"groupKind"', '"groupValue"'], ['"domain"'], '"linkVisitors"', 'grouped')}
      ),`,
   )
   return `WITH c AS (
@@ -69,6 +75,19 @@ export function aggregateVisitsSql(source: string): string {
        SELECT "workspaceId", "dimension", "hour", "domain", "value", "clicks", "workspaceVisitors", "bots" FROM breakdown
        UNION ALL
        SELECT "workspaceId", 'link', "hour", "domain", "linkUniq"::text, "clicks", "workspaceVisitors", "bots" FROM c
+     ),
+     link_groups AS (
+       SELECT l."uniq" AS "linkUniq", g."groupKind", g."groupValue"
+       FROM "Link" l CROSS JOIN LATERAL ${linkGroupsSql('l')} AS g
+       WHERE l."uniq" IN (SELECT "linkUniq" FROM c)
+     ),
+     -- The groups' rows: the workspace's, with the links' own visitors (what summing the links' rows counts).
+     grouped AS (
+       SELECT b."workspaceId", g."groupKind", g."groupValue", b."dimension", b."hour", b."domain", b."value", b."clicks", b."linkVisitors", b."bots"
+       FROM breakdown b JOIN link_groups g ON g."linkUniq" = b."linkUniq"
+       UNION ALL
+       SELECT c."workspaceId", g."groupKind", g."groupValue", 'link', c."hour", c."domain", c."linkUniq"::text, c."clicks", c."linkVisitors", c."bots"
+       FROM c JOIN link_groups g ON g."linkUniq" = c."linkUniq"
      ),
      ${tiers.join('\n     ')}
      click_rows AS (

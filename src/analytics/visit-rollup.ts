@@ -8,7 +8,9 @@
  * Every instance runs it on a timer; the rollup row, taken FOR UPDATE, makes them take turns, and one that finds
  * the span already done does nothing. Batches hold the same row FOR SHARE (visit-store.ts), so the rollup waits
  * for those under way and sees their visits; a batch that comes after adds the visits of a span already rolled up
- * itself. Stats read the aggregates before "rolledUpTo" and the raw visits from it (stats-queries.ts).
+ * itself. A change of a link's tags or folder takes the row FOR UPDATE too, to move the link's history between the
+ * group aggregates (group-history.ts). Stats read the aggregates before "rolledUpTo" and the raw visits from it
+ * (stats-queries.ts).
  */
 import type { Database } from '../db/database.js'
 import { aggregateVisitsSql } from './visit-aggregates.js'

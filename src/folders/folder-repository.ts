@@ -1,4 +1,5 @@
 /** Every database access of folders. */
+import { GROUPED_LINK_COLUMNS, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
 import type { PrismaClient } from '../db/database.js'
 import { inTransaction } from '../db/transaction.js'
 
@@ -37,6 +38,11 @@ export async function deleteFolder(
   disposal: LinkDisposal,
 ): Promise<DeleteOutcome> {
   return inTransaction(prisma, async (tx) => {
+    const run: Run = (sql, params) => tx.$queryRawUnsafe<unknown[]>(sql, ...params)
+    // Links that change folder move their history between the folders' aggregates: the rollup's row is taken
+    // before anything else, as every link update that changes a folder takes it before the link's row and the
+    // folder's (group-history.ts); after the folder's, the two could each wait for the other.
+    if (disposal.kind !== 'refuse') await lockRollup(run)
     // Locking the folder first makes a link being filed into it meanwhile either finish before the count (and be
     // counted) or wait for the delete and fail its foreign key (a 400); without it, the foreign key would
     // silently take such a link out.
@@ -55,9 +61,14 @@ export async function deleteFolder(
       }
       // A link's record changes with its folder, so its updatedDate does too (never backwards: see notBefore).
       const to = disposal.kind === 'move' ? disposal.to : null
-      await tx.$executeRaw`
-        UPDATE "Link" SET "folderId" = ${to}::int, "updatedAt" = GREATEST("updatedAt", ${new Date().toISOString()}::timestamp(3))
-        WHERE "folderId" = ${id}`
+      const moved = await tx.$queryRawUnsafe<GroupedLink[]>(
+        `UPDATE "Link" SET "folderId" = $1::int, "updatedAt" = GREATEST("updatedAt", $2::timestamp(3))
+         WHERE "folderId" = $3 RETURNING ${GROUPED_LINK_COLUMNS}`,
+        to,
+        new Date().toISOString(),
+        id,
+      )
+      await moveGroupHistory(run, moved.map((link) => ({ before: { ...link, folderId: id }, after: link })))
     }
     await tx.folder.delete({ where: { id } })
     return 'deleted'

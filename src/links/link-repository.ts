@@ -1,7 +1,8 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
+import { changesGroups, GROUPED_LINK_COLUMNS, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
 import { clicksSql } from '../analytics/stats-clicks.js'
-import type { Database, PrismaClient } from '../db/database.js'
+import type { Database, PrismaClient, SqlQuery } from '../db/database.js'
 import { isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
 import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
@@ -229,14 +230,15 @@ export async function insertPlainLinks(
 /**
  * An update that leaves pixels and scripts alone: one UPDATE … RETURNING, whose row lock orders concurrent
  * writers as the transaction's SELECT … FOR NO KEY UPDATE did; updatedDate never goes back (GREATEST, evaluated
- * on the row as it is once the lock is held). Null when the link was deleted meanwhile.
+ * on the row as it is once the lock is held). Null when the link was deleted meanwhile. `sql` is the pool's, or a
+ * transaction's when the update moves the link between groups (updateGroupedLink).
  */
-async function updatePlainLink(database: Database, uniq: number, changes: Partial<LinkSettings>): Promise<StoredLink | null> {
+async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<LinkSettings>): Promise<StoredLink | null> {
   const params: unknown[] = [uniq]
   const values = sqlValues(columns(changes) as Record<string, unknown>, params)
   params.push(new Date().toISOString())
   const assignments = [...values.map((value) => `${value.name} = ${value.placeholder}`), `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`]
-  const [row] = await database.sql<LinkRow>(
+  const [row] = await sql<LinkRow>(
     `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
     params,
   )
@@ -371,26 +373,51 @@ export async function updateLink(
   changes: Partial<LinkSettings>,
 ): Promise<StoredLink | null> {
   const prisma = database.prisma
+  const grouped = changesGroups(changes)
   if (changes.pixels === undefined && !changes.linkScripts?.length) {
-    return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => updatePlainLink(database, link.uniq, changes))
+    return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () =>
+      grouped ? updateGroupedLink(database, link.uniq, changes) : updatePlainLink(database.sql, link.uniq, changes),
+    )
   }
   return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => inTransaction(prisma, async (tx) => {
     const pixelIds = changes.pixels === undefined ? undefined : await resolvePixels(tx, link.workspaceId, changes.pixels)
     await lockScripts(tx, link.workspaceId, changes.linkScripts)
-    // FOR NO KEY UPDATE: the lock the UPDATE below would take anyway, taken first.
-    const [locked] = await tx.$queryRaw<{ updatedAt: Date }[]>`
-      SELECT "updatedAt" FROM "Link" WHERE "uniq" = ${link.uniq} FOR NO KEY UPDATE`
+    const run: Run = (sql, params) => tx.$queryRawUnsafe<unknown[]>(sql, ...params)
+    // The rollup's row before the link's (group-history.ts), only when the link may change groups.
+    if (grouped) await lockRollup(run)
+    // FOR NO KEY UPDATE: the lock the UPDATE below would take anyway, taken first; the groups as they are now.
+    const [locked] = await tx.$queryRawUnsafe<(GroupedLink & { updatedAt: Date })[]>(
+      `SELECT "updatedAt", ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`,
+      link.uniq,
+    )
     if (!locked) return null
     if (pixelIds !== undefined) {
       await tx.linkPixel.deleteMany({ where: { linkUniq: link.uniq } })
       await tx.linkPixel.createMany({ data: pixelIds.map((pixelId, position) => ({ linkUniq: link.uniq, pixelId, position })) })
     }
-    return tx.link.update({
+    const updated = await tx.link.update({
       where: { uniq: link.uniq },
       data: { ...(columns(changes) as Prisma.LinkUncheckedUpdateInput), updatedAt: notBefore(locked.updatedAt) },
       include: withPixels,
     })
+    if (grouped) await moveGroupHistory(run, [{ before: locked, after: updated }])
+    return updated
   }))
+}
+
+/**
+ * A plain update of the link's tags or folder: the same UPDATE, in a transaction that holds the rollup's row and
+ * moves the link's history between its groups, old ones as locked here (group-history.ts).
+ */
+function updateGroupedLink(database: Database, uniq: number, changes: Partial<LinkSettings>): Promise<StoredLink | null> {
+  return database.transaction(async (query) => {
+    await lockRollup(query)
+    const [before] = await query<GroupedLink>(`SELECT ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`, [uniq])
+    if (!before) return null
+    const updated = await updatePlainLink(query, uniq, changes)
+    if (updated) await moveGroupHistory(query, [{ before, after: updated }])
+    return updated
+  })
 }
 
 /**
@@ -456,8 +483,27 @@ export async function findLinksPage(database: Database, filter: LinkFilter, take
   return rows.map(toStoredLink)
 }
 
-/** Deletes the link (its link–pixel rows cascade); false when it was already gone. */
+/**
+ * Deletes the link (its link–pixel rows cascade); false when it was already gone. Its history leaves its groups
+ * in the same transaction (group-history.ts); its own aggregates stay until they expire.
+ */
 export async function deleteLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<boolean> {
-  const rows = await database.sql(`DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 RETURNING "uniq"`, [uniq, workspaceId])
-  return rows.length > 0
+  // A link with no tag and no folder has no group history to move: one statement, without the rollup's row, which
+  // would make every delete take turns with the others and wait for a rollup under way. Should a change give it a
+  // tag or folder meanwhile, PostgreSQL checks the condition again on the changed row, and the delete below runs.
+  const plain = await database.sql(
+    `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 AND ("tagKeys" IS NULL OR "tagKeys" = '{}') AND "folderId" IS NULL
+     RETURNING "uniq"`,
+    [uniq, workspaceId],
+  )
+  if (plain.length > 0) return true
+  return database.transaction(async (query) => {
+    await lockRollup(query)
+    const [gone] = await query<GroupedLink>(
+      `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 RETURNING ${GROUPED_LINK_COLUMNS}`,
+      [uniq, workspaceId],
+    )
+    if (gone) await moveGroupHistory(query, [{ before: gone, after: null }])
+    return gone !== undefined
+  })
 }
