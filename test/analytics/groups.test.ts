@@ -271,13 +271,15 @@ t.test('deletes of links in no group take no lock; one that gains a tag meanwhil
   await storeVisits(database, [visit(plain, '2030-05-02T08:00:00Z', 31), visit(tagged, '2030-05-02T09:00:00Z', 32)])
   await app.visitRollup.run(new Date('2030-07-01T00:00:00Z'))
 
-  // While another transaction holds the rollup's row, a link in no group is deleted all the same.
-  await database.transaction(async (query) => {
+  // While another transaction holds the rollup's row, a link in no group is deleted all the same. (The embedded
+  // database has one connection: nothing runs beside a transaction there, so this needs PostgreSQL.)
+  if (process.env.DATABASE_URL) await database.transaction(async (query) => {
     await query(`SELECT true FROM "analytics"."Rollup" FOR UPDATE`)
     // A delete that waited for the row would wait for this transaction, which waits for it: given up after 5 s.
     const answer = await Promise.race([api.delete(`/v1/links/${plain.uniq}`), sleep(5000).then(() => 'still waiting after 5 s')])
     t.equal(typeof answer === 'string' ? answer : answer.statusCode, 204, 'deleted while the rollup is held')
   })
+  else t.equal((await api.delete(`/v1/links/${plain.uniq}`)).statusCode, 204)
   t.equal(await prisma.link.count({ where: { uniq: plain.uniq } }), 0)
   await compare(t, 'a link in no group deleted', ['tag=late', 'tag=promo'], [MAY])
 
