@@ -11,6 +11,7 @@
  * link's row as locked in the same transaction, never as the request read it earlier (a concurrent update may
  * have changed them since).
  */
+import { AGGREGATE_TIERS, type AggregateTier } from './visit-aggregates.js'
 
 /** A statement on the transaction's connection, however the caller holds it (a Prisma transaction or Database.transaction). */
 export type Run = (sql: string, params: unknown[]) => Promise<unknown[]>
@@ -27,18 +28,16 @@ export interface GroupedLink {
 /** The columns of "Link" that GroupedLink reads. */
 export const GROUPED_LINK_COLUMNS = '"uniq", "workspaceId", "domain", "tagKeys", "folderId"'
 
-/** The link's groups as SQL rows ("groupKind", "groupValue") of the link aliased `l`; groupsOf is the same in JavaScript. */
-export const linkGroupsSql = (l: string) => `(
-  SELECT DISTINCT 'tag' AS "groupKind", t AS "groupValue" FROM unnest(${l}."tagKeys") AS t
-  UNION ALL
-  SELECT 'folder', ${l}."folderId"::text WHERE ${l}."folderId" IS NOT NULL)`
-
+/** The link's groups, as "kind\u0000value"; linkGroupsSql (visit-aggregates.ts) is the same in SQL. */
 function groupsOf(link: GroupedLink | null): string[] {
   if (!link) return []
   const groups = new Set((link.tagKeys ?? []).map((tag) => `tag\u0000${tag}`))
   if (link.folderId !== null) groups.add(`folder\u0000${link.folderId}`)
   return [...groups]
 }
+
+/** A condition on "Link" that holds when the link is in no group (groupsOf is empty): it has no history to move. */
+export const IN_NO_GROUP_SQL = `("tagKeys" IS NULL OR "tagKeys" = '{}') AND "folderId" IS NULL`
 
 /** Whether an update of these fields may change the link's groups (and so must take the rollup's row first). */
 export const changesGroups = (changes: { tags?: unknown; folderId?: unknown }) => changes.tags !== undefined || changes.folderId !== undefined
@@ -52,13 +51,8 @@ export async function lockRollup(run: Run): Promise<void> {
 const MOVES = `SELECT * FROM unnest($1::int[], $2::int[], $3::text[], $4::text[], $5::text[], $6::int[])
   AS m("linkUniq", "workspaceId", "domain", "groupKind", "groupValue", "sign")`
 
-const TIERS = [
-  { suffix: 'Hourly', time: '"hour"' },
-  { suffix: 'Daily', time: '"day"' },
-] as const
-
 /** The moved links' rows of a tier as rows of their groups, signed; the link dimension as the rollup writes it. */
-function movedRows(tier: (typeof TIERS)[number]): string {
+function movedRows(tier: AggregateTier): string {
   const counts = `m."sign" * r."clicks" AS "clicks", m."sign" * r."visitors" AS "visitors", m."sign" * r."bots" AS "bots"`
   return `SELECT m."workspaceId", m."groupKind", m."groupValue", r."dimension", r.${tier.time}, m."domain", r."value", ${counts}
       FROM (${MOVES}) m JOIN "analytics"."Link${tier.suffix}" r ON r."linkUniq" = m."linkUniq"
@@ -73,7 +67,7 @@ function movedRows(tier: (typeof TIERS)[number]): string {
  * so no other writer of group rows runs meanwhile. Only a move out can bring a row to zero: without one
  * (`leaving` false) the delete and its anti-join are left out (a third of the time for a busy link).
  */
-function moveSql(tier: (typeof TIERS)[number], leaving: boolean): string {
+function moveSql(tier: AggregateTier, leaving: boolean): string {
   const table = `"analytics"."Group${tier.suffix}"`
   const keys = ['"workspaceId"', '"groupKind"', '"groupValue"', '"dimension"', tier.time, '"domain"', '"value"']
   const positions = keys.map((_, i) => i + 1).join(', ')
@@ -119,5 +113,5 @@ export async function moveGroupHistory(run: Run, changes: { before: GroupedLink 
   }
   if (columns[0].length === 0) return
   const leaving = columns[5].some((sign) => sign < 0)
-  for (const tier of TIERS) await run(moveSql(tier, leaving), columns)
+  for (const tier of AGGREGATE_TIERS) await run(moveSql(tier, leaving), columns)
 }

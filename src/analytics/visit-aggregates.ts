@@ -12,7 +12,6 @@
  * the groups (tags, folder) of its link as the link is at that moment; changes of them later move the link's
  * history (group-history.ts), and both hold analytics."Rollup" to take turns.
  */
-import { linkGroupsSql } from './group-history.js'
 
 /**
  * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,700
@@ -21,16 +20,26 @@ import { linkGroupsSql } from './group-history.js'
 export const MAX_AGGREGATE_VALUE = 1024
 
 /** The two tiers of aggregates: the time column of each and how a visit's hour is cut to it. */
-const TIERS = [
+export const AGGREGATE_TIERS = [
   { suffix: 'Hourly', time: '"hour"', cut: (hour: string) => hour },
   { suffix: 'Daily', time: '"day"', cut: (hour: string) => `date_trunc('day', ${hour}, 'UTC')` },
 ] as const
+export type AggregateTier = (typeof AGGREGATE_TIERS)[number]
+
+/**
+ * A link's groups (group-history.ts) as SQL rows ("groupKind", "groupValue") of the link aliased `l`: each tag
+ * once (tagKeys are lower case), and its folder.
+ */
+export const linkGroupsSql = (l: string) => `(
+  SELECT DISTINCT 'tag' AS "groupKind", t AS "groupValue" FROM unnest(${l}."tagKeys") AS t
+  UNION ALL
+  SELECT 'folder', ${l}."folderId"::text WHERE ${l}."folderId" IS NOT NULL)`
 
 /**
  * An upsert of rows summed from `rows` (with an "hour" column) into one table of a tier: `keys` before the time
  * column, `after` between it and "value"; `visitors` names the column of `rows` that counts that table's visitors.
  */
-function upsert(table: string, tier: (typeof TIERS)[number], keys: string[], after: string[], visitors: string, rows: string): string {
+function upsert(table: string, tier: AggregateTier, keys: string[], after: string[], visitors: string, rows: string): string {
   const columns = [...keys, '"dimension"', tier.time, ...after, '"value"']
   const selected = [...keys, '"dimension"', tier.cut('"hour"'), ...after, '"value"']
   const positions = columns.map((_, i) => i + 1).join(', ')
@@ -44,7 +53,7 @@ function upsert(table: string, tier: (typeof TIERS)[number], keys: string[], aft
 }
 
 export function aggregateVisitsSql(source: string): string {
-  const tiers = TIERS.map(
+  const tiers = AGGREGATE_TIERS.map(
     (tier) => `link_${tier.suffix} AS (
        ${upsert(`Link${tier.suffix}`, tier, ['"linkUniq"'], [], '"linkVisitors"', 'breakdown')}
      ),

@@ -1,6 +1,6 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
-import { changesGroups, GROUPED_LINK_COLUMNS, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
+import { changesGroups, GROUPED_LINK_COLUMNS, IN_NO_GROUP_SQL, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
 import { clicksSql } from '../analytics/stats-clicks.js'
 import type { Database, PrismaClient, SqlQuery } from '../db/database.js'
 import { isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
@@ -492,8 +492,7 @@ export async function deleteLinkByUniq(database: Database, workspaceId: number, 
   // would make every delete take turns with the others and wait for a rollup under way. Should a change give it a
   // tag or folder meanwhile, PostgreSQL checks the condition again on the changed row, and the delete below runs.
   const plain = await database.sql(
-    `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 AND ("tagKeys" IS NULL OR "tagKeys" = '{}') AND "folderId" IS NULL
-     RETURNING "uniq"`,
+    `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 AND ${IN_NO_GROUP_SQL} RETURNING "uniq"`,
     [uniq, workspaceId],
   )
   if (plain.length > 0) return true
