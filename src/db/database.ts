@@ -150,6 +150,16 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
   }
 }
 
+/**
+ * PGlite reads timestamps with `new Date(text)`, whose legacy parsing takes years 0 to 49 for 2000 to 2049
+ * (0001-01-01 came back as 2001-01-01). The parsers node-postgres uses on the server path read every year right,
+ * so both databases answer the same instants.
+ */
+const EMBEDDED_TIMESTAMP_PARSERS = {
+  [pg.types.builtins.TIMESTAMP]: pg.types.getTypeParser(pg.types.builtins.TIMESTAMP),
+  [pg.types.builtins.TIMESTAMPTZ]: pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ),
+}
+
 async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database> {
   // Loaded only here: a service on PostgreSQL does not carry the embedded database in its memory.
   const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')])
@@ -157,7 +167,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
   const releaseLock = inMemory ? () => {} : acquireDataDirLock(dataDir)
   let client: PGlite
   try {
-    client = inMemory ? new PGlite() : new PGlite(dataDir)
+    client = new PGlite({ dataDir: inMemory ? undefined : dataDir, parsers: EMBEDDED_TIMESTAMP_PARSERS })
     await client.waitReady
     if (migrate) await applyMigrations(pgliteRunner(client))
   } catch (error) {
