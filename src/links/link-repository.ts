@@ -55,7 +55,7 @@ function toStoredLink(row: LinkRow): StoredLink {
 }
 
 export async function findLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<StoredLink | null> {
-  const [row] = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."uniq" = $1 AND l."workspaceId" = $2`, [uniq, workspaceId])
+  const [row] = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."uniq" = $1 AND l."workspaceId" = $2`, [uniq, workspaceId], 'prepared')
   return row ? toStoredLink(row) : null
 }
 
@@ -69,7 +69,7 @@ export async function findLinkBySlug(
     domain,
     slugKey(slug),
     workspaceId,
-  ])
+  ], 'prepared')
   return row ? toStoredLink(row) : null
 }
 
@@ -132,6 +132,7 @@ async function insertPlainLink(
       `INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
        RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
       params,
+      'prepared',
     )
     return toStoredLink(row)
   }
@@ -241,6 +242,7 @@ async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<Lin
   const [row] = await sql<LinkRow>(
     `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
     params,
+    'prepared',
   )
   return row ? toStoredLink(row) : null
 }
@@ -479,7 +481,7 @@ export async function findLinksPage(database: Database, filter: LinkFilter, take
     const pattern = param(`%${likeLiteral(filter.search)}%`)
     where.push(`(l."slug" ILIKE ${pattern} OR l."url" ILIKE ${pattern} OR l."title" ILIKE ${pattern} OR l."note" ILIKE ${pattern})`)
   }
-  const rows = await database.sql<LinkRow>(`${LINK_SELECT} WHERE ${where.join(' AND ')} ORDER BY l."uniq" DESC LIMIT ${param(take)}`, params)
+  const rows = await database.sql<LinkRow>(`${LINK_SELECT} WHERE ${where.join(' AND ')} ORDER BY l."uniq" DESC LIMIT ${param(take)}`, params, 'prepared')
   return rows.map(toStoredLink)
 }
 
@@ -494,6 +496,7 @@ export async function deleteLinkByUniq(database: Database, workspaceId: number, 
   const plain = await database.sql(
     `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 AND ${IN_NO_GROUP_SQL} RETURNING "uniq"`,
     [uniq, workspaceId],
+    'prepared',
   )
   if (plain.length > 0) return true
   return database.transaction(async (query) => {

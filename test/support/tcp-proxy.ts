@@ -10,6 +10,8 @@ import { connect, createServer, type Server, type Socket } from 'node:net'
 
 export class TcpProxy {
   private readonly pairs = new Set<{ client: Socket; upstream: Socket; held: boolean }>()
+  /** In front of PostgreSQL, statements are recognised by their text even when prepared (see PostgresStatements). */
+  private postgres = false
   private refusing = false
   private holding = false
   private holdMarker: string | undefined
@@ -22,11 +24,12 @@ export class TcpProxy {
   ) {}
 
   /** Listens on a free loopback port and forwards each connection to `target`. */
-  static async start(target: { host: string; port: number }): Promise<TcpProxy> {
+  static async start(target: { host: string; port: number }, options: { postgres?: boolean } = {}): Promise<TcpProxy> {
     const server = createServer()
     server.listen(0, '127.0.0.1')
     await once(server, 'listening')
     const proxy = new TcpProxy(server, (server.address() as { port: number }).port)
+    proxy.postgres = options.postgres ?? false
     server.on('connection', (client) => proxy.accept(client, target))
     return proxy
   }
@@ -34,7 +37,8 @@ export class TcpProxy {
   /** `url` (postgresql://…, redis://…) with its host and port replaced by the proxy's. */
   static async inFrontOf(url: string): Promise<{ proxy: TcpProxy; url: string }> {
     const parsed = new URL(url)
-    const proxy = await TcpProxy.start({ host: parsed.hostname, port: Number(parsed.port) })
+    const postgres = parsed.protocol === 'postgresql:' || parsed.protocol === 'postgres:'
+    const proxy = await TcpProxy.start({ host: parsed.hostname, port: Number(parsed.port) }, { postgres })
     parsed.hostname = '127.0.0.1'
     parsed.port = String(proxy.port)
     return { proxy, url: parsed.toString() }
@@ -59,8 +63,12 @@ export class TcpProxy {
     }
     client.on('close', end)
     upstream.on('close', end)
+    const statements = this.postgres ? new PostgresStatements() : undefined
     client.on('data', (chunk: Buffer) => {
-      if (this.holdMarker !== undefined && chunk.includes(this.holdMarker)) pair.held = true
+      // Read whether or not a marker is set: a statement prepared now may be the one held later.
+      const texts = statements?.read(chunk)
+      const marker = this.holdMarker
+      if (marker !== undefined && (texts ? texts.some((text) => text.includes(marker)) : chunk.includes(marker))) pair.held = true
       upstream.write(chunk)
     })
     upstream.on('data', (chunk) => {
@@ -95,7 +103,8 @@ export class TcpProxy {
 
   /**
    * On each connection, what the server sends is dropped from the moment the client sends bytes holding `marker`
-   * (a statement's text), until that connection ends: the statement runs, its answer never arrives.
+   * (in front of PostgreSQL: runs a statement whose text holds it, prepared or not), until that connection ends:
+   * the statement runs, its answer never arrives.
    */
   holdRepliesTo(marker: string): void {
     this.holdMarker = marker
@@ -113,4 +122,64 @@ export class TcpProxy {
     this.server.close()
     await once(this.server, 'close')
   }
+}
+
+const SSL_REQUEST = 80877103
+const GSS_ENCRYPTION_REQUEST = 80877104
+
+/**
+ * The statements a PostgreSQL client runs on one connection, read from what it sends (the frontend protocol: a
+ * startup message, then messages of a type byte and a length): a simple query's text, an extended query's text
+ * when it is parsed, and a prepared statement's text again each time it is bound, since once a statement is
+ * prepared on a connection only its name travels.
+ */
+class PostgresStatements {
+  private pending: Buffer = Buffer.alloc(0)
+  private started = false
+  private readonly prepared = new Map<string, string>()
+
+  /** The texts of the statements in the messages that `chunk` completes. */
+  read(chunk: Buffer): string[] {
+    this.pending = this.pending.length === 0 ? chunk : Buffer.concat([this.pending, chunk])
+    const texts: string[] = []
+    for (;;) {
+      if (!this.started) {
+        // Length, then a code: a request for TLS (answered by one byte, then the startup) or the startup itself.
+        if (this.pending.length < 8 || this.pending.length < this.pending.readInt32BE(0)) break
+        const code = this.pending.readInt32BE(4)
+        this.pending = this.pending.subarray(this.pending.readInt32BE(0))
+        if (code !== SSL_REQUEST && code !== GSS_ENCRYPTION_REQUEST) this.started = true
+        continue
+      }
+      if (this.pending.length < 5 || this.pending.length < 1 + this.pending.readInt32BE(1)) break
+      const type = String.fromCharCode(this.pending[0])
+      const body = this.pending.subarray(5, 1 + this.pending.readInt32BE(1))
+      this.pending = this.pending.subarray(1 + this.pending.readInt32BE(1))
+      const [first, second] = cStrings(body, 2)
+      if (type === 'Q') texts.push(first)
+      else if (type === 'P') {
+        // Parse: the statement's name ('' for unnamed), then its text.
+        this.prepared.set(first, second)
+        texts.push(second)
+      } else if (type === 'B') {
+        // Bind: the portal's name, then the statement's; an unnamed statement was reported when parsed.
+        const text = second === '' ? undefined : this.prepared.get(second)
+        if (text !== undefined) texts.push(text)
+      }
+    }
+    return texts
+  }
+}
+
+/** The first `count` NUL-terminated strings of `body`. */
+function cStrings(body: Buffer, count: number): string[] {
+  const strings: string[] = []
+  let start = 0
+  while (strings.length < count && start < body.length) {
+    const end = body.indexOf(0, start)
+    if (end < 0) break
+    strings.push(body.toString('utf8', start, end))
+    start = end + 1
+  }
+  return strings
 }

@@ -1,0 +1,54 @@
+/**
+ * The API's hottest statements are prepared on PostgreSQL (src/db/database.ts, preparedName): planned once per
+ * connection instead of on every request. What matters to a user is that the answers stay the same once
+ * PostgreSQL switches a prepared statement to its generic plan (from the sixth execution), and that the number
+ * of texts kept per connection stays bounded.
+ */
+import t from 'tap'
+import { MAX_PREPARED_TEXTS, preparedName } from '../../src/db/database.js'
+import { findLinkByUniq } from '../../src/links/link-repository.js'
+import { createWorkspaceToken, openTestDatabase } from '../support/test-app.js'
+
+t.test('a link read by a prepared statement: each read answers its own link and clicks, through the generic plan too', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { database } = await openTestDatabase(t)
+  await createWorkspaceToken(database.prisma, { workspace: 'prepared', domains: ['go.prepared.test'] })
+  const [{ id: workspaceId }] = await database.sql<{ id: number }>(`SELECT "id" FROM "Workspace" WHERE "name" = 'prepared'`)
+  const links = await database.sql<{ uniq: number; slug: string }>(
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
+     SELECT $1, 'go.prepared.test', 'p' || g, 'p' || g, 'https://example.com/' || g, now() FROM generate_series(1, 10) g
+     RETURNING "uniq", "slug"`,
+    [workspaceId],
+  )
+  await database.sql(`INSERT INTO "analytics"."LinkClicks" ("linkUniq", "clicks") SELECT unnest($1::int[]), unnest($2::bigint[])`, [
+    links.map((link) => link.uniq),
+    links.map((_, index) => index * 10),
+  ])
+  // Ten reads one after the other: the pool hands the same connection back each time, which PostgreSQL plans
+  // for the statement's first five executions and then runs on its generic plan.
+  for (const [index, link] of links.entries()) {
+    const found = await findLinkByUniq(database, workspaceId, link.uniq)
+    t.match(found, { uniq: link.uniq, slug: link.slug, url: `https://example.com/${link.slug.slice(1)}`, clicks: index * 10 }, `read ${index + 1}`)
+  }
+  t.equal(await findLinkByUniq(database, workspaceId + 1, links[0].uniq), null, "another workspace's link is not found")
+  const prepared = await database.sql<{ statement: string; generic_plans: string }>(
+    `SELECT "statement", "generic_plans" FROM pg_prepared_statements WHERE "statement" LIKE '%FROM "Link" l WHERE l."uniq" = $1 AND l."workspaceId" = $2'`,
+  )
+  t.equal(prepared.length, 1, 'the read is a prepared statement of the connection')
+  t.ok(Number(prepared[0]?.generic_plans) > 0, 'and it ran on its generic plan')
+})
+
+// Last: it uses up the names this process may give.
+t.test('one name per text, and no more than MAX_PREPARED_TEXTS texts get one', async (t) => {
+  const first = preparedName('SELECT 1 AS "probe"')
+  t.type(first, 'string')
+  t.equal(preparedName('SELECT 1 AS "probe"'), first, 'the same text, the same name')
+  t.not(preparedName('SELECT 2 AS "probe"'), first, 'another text, another name')
+  const names = new Set<string>()
+  for (let i = 0; i < MAX_PREPARED_TEXTS * 2; i++) {
+    const name = preparedName(`SELECT ${i} AS "bound"`)
+    if (name !== undefined) names.add(name)
+  }
+  t.ok(names.size < MAX_PREPARED_TEXTS, 'the texts beyond the bound run unprepared')
+  t.equal(preparedName(`SELECT ${MAX_PREPARED_TEXTS * 3} AS "bound"`), undefined)
+  t.equal(preparedName('SELECT 1 AS "probe"'), first, 'a text with a name keeps it')
+})
