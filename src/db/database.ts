@@ -14,8 +14,8 @@ export type { PrismaClient }
  */
 export type SqlQuery = <Row = Record<string, unknown>>(sql: string, params?: unknown[], prepared?: Prepared) => Promise<Row[]>
 
-/** Whether a statement is prepared (see preparedName). */
-export type Prepared = 'prepared' | 'unprepared'
+/** Marks a statement to prepare (see preparedName); the others are planned each time they run. */
+export type Prepared = 'prepared'
 
 export interface Database {
   prisma: PrismaClient
