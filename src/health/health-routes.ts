@@ -31,11 +31,18 @@ const probeErrors = problemResponsesWith({
  */
 const common = { tags: ['health'], security: [] }
 
+/**
+ * A load balancer or an orchestrator probes every instance every few seconds: at `info` their lines would be most
+ * of the log and say nothing, and writing them was a third of a probe's cost (npm run bench, /healthz: 32-43 µs of
+ * CPU a probe with the line, 22-25 without). Errors and warnings are still logged; the probes are counted in /metrics.
+ */
+const probeRoute = { config: ALWAYS_ANSWERED, logLevel: 'warn' } as const
+
 export default async function healthRoutes(app: FastifyInstance) {
   app.get(
     '/healthz',
     {
-      config: ALWAYS_ANSWERED,
+      ...probeRoute,
       schema: {
         ...common,
         operationId: 'getHealth',
@@ -49,7 +56,7 @@ export default async function healthRoutes(app: FastifyInstance) {
   app.get(
     '/readyz',
     {
-      config: ALWAYS_ANSWERED,
+      ...probeRoute,
       schema: {
         ...common,
         operationId: 'getReadiness',

@@ -4,7 +4,7 @@
  * problem); the arrival line only at `debug`.
  */
 import t, { type Test } from 'tap'
-import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
+import { buildTestApp, client, createWorkspaceToken, json } from '../support/test-app.js'
 
 async function appLoggingAt(t: Test, level: 'info' | 'debug') {
   const lines: Record<string, any>[] = []
@@ -15,13 +15,17 @@ async function appLoggingAt(t: Test, level: 'info' | 'debug') {
 t.test('at info: one line per request, once answered', async (t) => {
   const { app, prisma, lines } = await appLoggingAt(t, 'info')
   const token = await createWorkspaceToken(prisma, { workspace: 'logged', defaultDomain: 'go.logged.test' })
-  const ok = await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'health-1' } })
+  const api = client(app, token)
+  const created = await api.create({ id: 'logged', url: 'https://example.com/logged' }, { autofill: false })
+  t.equal(created.statusCode, 201)
+  const uniq = json(created).uniq
+  const ok = await app.inject({ method: 'GET', url: `/v1/links/${uniq}`, headers: { 'x-request-id': 'read-1', 'api-authorization': token } })
   const missing = await app.inject({ method: 'GET', url: '/v1/links/999999', headers: { 'x-request-id': 'missing-1', 'api-authorization': token } })
   t.equal(ok.statusCode, 200)
   t.equal(missing.statusCode, 404)
 
   // An error answer has a line of its own before it, naming the problem.
-  const expected = [['health-1', '/healthz', 200, ['request completed']], ['missing-1', '/v1/links/999999', 404, ['No such link', 'request completed']]] as const
+  const expected = [['read-1', `/v1/links/${uniq}`, 200, ['request completed']], ['missing-1', '/v1/links/999999', 404, ['No such link', 'request completed']]] as const
   for (const [reqId, url, status, messages] of expected) {
     const mine = lines.filter((line) => line.reqId === reqId)
     t.same(mine.map((line) => line.msg), messages, `${reqId}: the lines`)
@@ -32,8 +36,18 @@ t.test('at info: one line per request, once answered', async (t) => {
   }
 })
 
+t.test('the health probes write no line at info: a load balancer sends them every few seconds', async (t) => {
+  const { app, lines } = await appLoggingAt(t, 'info')
+  for (const url of ['/healthz', '/readyz']) {
+    const response = await app.inject({ method: 'GET', url, headers: { 'x-request-id': `probe${url}` } })
+    t.equal(response.statusCode, 200, url)
+  }
+  t.same(lines.filter((line) => String(line.reqId).startsWith('probe')), [], 'no line for either probe')
+  t.ok(lines.some((line) => line.msg !== undefined), 'while the app does log at info')
+})
+
 t.test('at debug: the arrival too, for a request that never ends', async (t) => {
   const { app, lines } = await appLoggingAt(t, 'debug')
-  await app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': 'health-2' } })
-  t.same(lines.filter((line) => line.reqId === 'health-2').map((line) => line.msg), ['incoming request', 'request completed'])
+  await app.inject({ method: 'GET', url: '/openapi.json', headers: { 'x-request-id': 'arrival-1' } })
+  t.same(lines.filter((line) => line.reqId === 'arrival-1').map((line) => line.msg), ['incoming request', 'request completed'])
 })
