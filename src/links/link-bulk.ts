@@ -142,6 +142,7 @@ export async function createLinks(
   } finally {
     await reservation.settle(created)
   }
-  for (const result of results) if (result.status === 201 && 'link' in result) context.onChange?.(result.link)
+  const createdLinks = results.flatMap((result) => (result.status === 201 && 'link' in result ? [result.link] : []))
+  if (createdLinks.length > 0) context.onChange?.(createdLinks)
   return results
 }

@@ -69,5 +69,5 @@ export async function deleteLink(context: LinkServiceContext, caller: Caller, lo
   const link = await findLink(context, caller, locator)
   // Deleted by a concurrent request since it was found: this request did not delete it.
   if (!(await deleteLinkByUniq(context.database, caller.workspaceId, link.uniq))) throw notFound()
-  context.onChange?.(link)
+  context.onChange?.([link])
 }

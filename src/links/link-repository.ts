@@ -77,23 +77,21 @@ const JSON_COLUMNS = new Set(['geolocations', 'linkRotator', 'linkScripts'])
 const TIMESTAMP_COLUMNS = new Set(['expiresAt', 'createdAt', 'updatedAt'])
 
 /**
- * `columns()`'s values as SQL parameters: JSON as text cast to jsonb (the driver would send an array as a SQL
- * array), instants as UTC text cast to TIMESTAMP(3) (as Prisma stores them), Prisma's DbNull as NULL.
+ * A column's value as an SQL parameter: JSON as text (the driver would send an array as a SQL array), instants as
+ * UTC text (as Prisma stores them), Prisma's DbNull as NULL; castOf gives the cast its placeholder takes.
  */
+function paramValue(name: string, value: unknown): unknown {
+  if (JSON_COLUMNS.has(name)) return value === Prisma.DbNull || value === null ? null : JSON.stringify(value)
+  if (TIMESTAMP_COLUMNS.has(name)) return value === null ? null : (value as Date).toISOString()
+  return value
+}
+const castOf = (name: string) => (JSON_COLUMNS.has(name) ? '::jsonb' : TIMESTAMP_COLUMNS.has(name) ? '::timestamp(3)' : '')
+
+/** `columns()`'s values as SQL parameters (paramValue), appended to `params`, with their placeholders. */
 function sqlValues(data: Record<string, unknown>, params: unknown[]): { name: string; placeholder: string }[] {
   return Object.entries(data).map(([name, value]) => {
-    let placeholder: string
-    if (JSON_COLUMNS.has(name)) {
-      params.push(value === Prisma.DbNull || value === null ? null : JSON.stringify(value))
-      placeholder = `$${params.length}::jsonb`
-    } else if (TIMESTAMP_COLUMNS.has(name)) {
-      params.push(value === null ? null : (value as Date).toISOString())
-      placeholder = `$${params.length}::timestamp(3)`
-    } else {
-      params.push(value)
-      placeholder = `$${params.length}`
-    }
-    return { name: `"${name}"`, placeholder }
+    params.push(paramValue(name, value))
+    return { name: `"${name}"`, placeholder: `$${params.length}${castOf(name)}` }
   })
 }
 
@@ -204,13 +202,18 @@ export async function insertPlainLinks(
   if (links.length === 0) return []
   const now = new Date()
   const params: unknown[] = []
-  let names: string[] = []
+  // Every link has the same columns (full settings); the first one's order is the statement's. Built without
+  // an object per value: a batch has thousands of them.
+  const names = Object.keys(newLinkColumns(links[0], now))
+  const casts = names.map(castOf)
   const tuples = links.map((link) => {
     const data = newLinkColumns(link, now)
-    if (names.length === 0) names = Object.keys(data)
-    // Every link has the same columns (full settings); the first one's order is the statement's.
-    const values = sqlValues(Object.fromEntries(names.map((name) => [name, data[name] ?? null])), params)
-    return `(${values.map((value) => value.placeholder).join(', ')})`
+    let tuple = ''
+    for (let i = 0; i < names.length; i++) {
+      params.push(paramValue(names[i], data[names[i]] ?? null))
+      tuple += `${i === 0 ? '' : ', '}$${params.length}${casts[i]}`
+    }
+    return `(${tuple})`
   })
   const rows = await database.sql<LinkRow>(
     `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}

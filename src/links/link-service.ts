@@ -19,8 +19,8 @@ export interface LinkServiceContext {
   database: Database
   config: Config
   autofill: Autofill
-  /** Told of every link created, updated or deleted (the visitor side's cache forgets it). */
-  onChange?: (link: { domain: string; slug: string }) => void
+  /** Told of the links created, updated or deleted by each request (the visitor side's cache forgets them). */
+  onChange?: (links: { domain: string; slug: string }[]) => void
 }
 
 /** A stored link and what autofill did to it (the X-Autofill header). */
@@ -57,7 +57,7 @@ export async function createLink(
   Object.assign(settings, autofill.filled)
   const stored = await insertWithSlug(context, caller, domain, link.id, settings)
   // A visitor may have been told moments ago that this address does not exist.
-  context.onChange?.(stored)
+  context.onChange?.([stored])
   return { link: stored, autofill }
 }
 
@@ -153,6 +153,6 @@ export async function updateLinkFields(
     throw folderGone(error) ?? error
   }
   if (!updated) throw notFound()
-  context.onChange?.(updated)
+  context.onChange?.([updated])
   return { link: updated, autofill }
 }

@@ -55,8 +55,8 @@ export interface Redirects {
   readonly random: () => number
   /** The view of a link (null: no such link), from the cache at once, else read from the database and kept. */
   lookup(host: string, slug: string): RedirectView | null | Promise<RedirectView | null>
-  /** A link was created, updated or deleted: every instance forgets what it had of it. */
-  linkChanged(link: { domain: string; slug: string }): void
+  /** Links were created, updated or deleted: every instance forgets what it had of them (one message for all). */
+  linksChanged(links: { domain: string; slug: string }[]): void
   /** Something all links of a workspace may show changed (a pixel, a script). */
   workspaceChanged(workspaceId: number): void
 }
@@ -120,7 +120,7 @@ export default fp(
         const cached = cache.peek(cacheKey(host, key), channel.live ? undefined : BLIND_MAX_AGE_MS)
         return cached !== undefined ? cached : cache.load(host, key)
       },
-      linkChanged: (link) => publish({ keys: [cacheKey(link.domain, slugKey(link.slug))] }),
+      linksChanged: (links) => publish({ keys: links.map((link) => cacheKey(link.domain, slugKey(link.slug))) }),
       workspaceChanged: (workspaceId) => publish({ workspaceId }),
     } satisfies Redirects)
 

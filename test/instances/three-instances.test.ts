@@ -241,6 +241,28 @@ t.test('three instances on one PostgreSQL and one Redis', { skip, timeout: 120_0
     t.equal(await database.prisma.link.count({ where: { uniq } }), 0, 'deleted in the database')
   })
 
+  t.test('links created in bulk through one instance, after visitors met their addresses unknown on all: served by all within a second', async (t) => {
+    const slugs = ['bulk-one', 'bulk-two']
+    // Each instance now knows both addresses as unknown (kept for 10 s unless told of a change).
+    for (const instance of instances) {
+      for (const slug of slugs) {
+        for (let i = 0; i < 2; i++) t.equal((await instance.send('GET', `/${slug}`, { host: links.domain })).status, 404, `${instance.name} /${slug}: 404`)
+      }
+    }
+    const bulk = await instances[0].send('POST', '/v1/links/bulk', {
+      token: links.token,
+      body: { links: slugs.map((slug) => ({ id: slug, url: `https://example.com/${slug}` })), autofill: false },
+    })
+    t.equal(bulk.status, 200, bulk.body)
+    t.same(bulk.json().results.map((result: { status: number }) => result.status), [201, 201])
+    const createdAt = Date.now()
+    for (const slug of slugs) {
+      const visit = (instance: Instance) => instance.send('GET', `/${slug}`, { host: links.domain })
+      const served = await untilAll(t, instances, createdAt, visit, (answer) => answer.headers.location === `https://example.com/${slug}`)
+      t.ok(served.every((ms) => ms <= 1000), `/${slug} served after ${served.join(', ')} ms`)
+    }
+  })
+
   t.test('one Idempotency-Key sent to the three at once: one link, then the same answer from each', async (t) => {
     const body = { link: { url: 'https://example.com/retry', id: 'retry' }, autofill: false }
     const send = (instance: Instance, link = body) =>

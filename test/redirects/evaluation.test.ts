@@ -48,7 +48,7 @@ t.test('2. expired (now ≥ end): 302 to linkExpiration.url; the edge instant is
 t.test('2. expired without a url: the 410 page', async (t) => {
   const created = await link({ id: 'gone', ...expiration(T - 1) })
   await prisma.link.update({ where: { uniq: created.uniq }, data: { expirationUrl: null } })
-  app.redirects.linkChanged({ domain: created.domain, slug: created.id })
+  app.redirects.linksChanged([{ domain: created.domain, slug: created.id }])
   const response = await visit(app, '/gone')
   t.match(pageHeaders(response), { status: 410, ...PAGE })
   t.match(response.body, /expired/i)

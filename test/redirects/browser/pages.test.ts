@@ -35,13 +35,13 @@ const expiring = await side.link({
   linkExpiration: { enable: true, end: new Date(Date.now() + 86_400_000).toISOString(), url: side.destination.url('/later'), timezone: 0 },
 })
 await side.prisma.link.update({ where: { uniq: expiring.uniq }, data: { expiresAt: new Date('2020-01-01T00:00:00Z'), expirationUrl: null } })
-side.app.redirects.linkChanged({ domain: expiring.domain, slug: expiring.id })
+side.app.redirects.linksChanged([{ domain: expiring.domain, slug: expiring.id }])
 
 /** A link whose every field is hostile; image and favicon are written to the database directly (the API refuses them). */
 async function hostileLink(id: string, fields: Record<string, unknown>) {
   const record = await side.link({ id, url: side.destination.url(`/${id}`), title: TITLE, description: DESCRIPTION, ...fields })
   await side.prisma.link.update({ where: { uniq: record.uniq }, data: { image: 'javascript:alert(4)', favicon: 'javascript:alert(5)' } })
-  side.app.redirects.linkChanged({ domain: record.domain, slug: record.id })
+  side.app.redirects.linksChanged([{ domain: record.domain, slug: record.id }])
 }
 const pixels = ['facebook', 'ga', 'gtm', 'twitter', 'bing', 'adroll'].flatMap((platform) => PIXEL_VALUES.map((value) => ({ platform, value })))
 await hostileLink('evil-pixels', { pixels })
