@@ -204,10 +204,10 @@ export async function insertPlainLinks(
   const params: unknown[] = []
   // Every link has the same columns (full settings); the first one's order is the statement's. Built without
   // an object per value: a batch has thousands of them.
-  const names = Object.keys(newLinkColumns(links[0], now))
+  const newRows = links.map((link) => newLinkColumns(link, now))
+  const names = Object.keys(newRows[0])
   const casts = names.map(castOf)
-  const tuples = links.map((link) => {
-    const data = newLinkColumns(link, now)
+  const tuples = newRows.map((data) => {
     let tuple = ''
     for (let i = 0; i < names.length; i++) {
       params.push(paramValue(names[i], data[names[i]] ?? null))
