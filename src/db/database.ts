@@ -23,14 +23,14 @@ export interface Database {
   kind: 'postgres' | 'embedded'
   /**
    * Plain SQL straight through the driver, for the few reads on the visitors' hot path: the same statement
-   * costs several times less CPU than through Prisma's client. Rows come as the driver parses them. A `name`
+   * costs several times less CPU than through Prisma's client. Rows come as the driver parses them. `prepared`
    * makes it a prepared statement on PostgreSQL (parsed and planned once per connection). On PostgreSQL these
    * statements have connections of their own (VISITOR_POOL_SIZE), so that API traffic holding the main pool
    * never makes a visitor wait, and their prepared statements keep one generic plan: PostgreSQL would
    * otherwise plan every execution again (a batch's arrays look different each time), which measured at twice
    * the cost of the statement itself (0.35 ms against 0.17 ms per read of 3 links, loopback).
    */
-  query<Row>(sql: string, params?: unknown[], name?: string): Promise<Row[]>
+  query<Row>(sql: string, params?: unknown[], prepared?: Prepared): Promise<Row[]>
   /**
    * Plain SQL on the main pool, for the API's hottest statements (a link read, created, updated, deleted): one
    * statement through Prisma's client cost several times its cost through the driver, and the client's
@@ -128,17 +128,44 @@ const VISITOR_POOL_SIZE = 2
  */
 export function preparedName(text: string): string | undefined {
   let name = preparedNames.get(text)
-  if (name === undefined && preparedNames.size < MAX_PREPARED_TEXTS) preparedNames.set(text, (name = `api_${preparedNames.size + 1}`))
+  if (name === undefined && preparedNames.size < MAX_PREPARED_TEXTS) preparedNames.set(text, (name = `api_${++namesGiven}`))
   return name
 }
 export const MAX_PREPARED_TEXTS = 200
 const preparedNames = new Map<string, string>()
+let namesGiven = 0
+
+/**
+ * PostgreSQL refuses to run a prepared statement whose result columns changed type since the connection
+ * prepared it ("cached plan must not change result type", SQLSTATE 0A000): what a migration that changes a
+ * column's type does to the instances still running the old release during a rolling deploy, on every
+ * connection and for as long as it lives. The statement did not run. Its text gets a new name, which every
+ * connection prepares afresh on its next use, and it runs once more (outside a transaction at once; a
+ * transaction, aborted by the error, runs once more as a whole: poolTransaction).
+ */
+function isStalePrepared(error: unknown, config: pg.QueryConfig): boolean {
+  if (config.name === undefined || (error as { code?: unknown } | null)?.code !== '0A000') return false
+  // The first of several requests to meet it renames the text; the others find the new name already given.
+  if (preparedNames.get(config.text) === config.name) preparedNames.set(config.text, `api_${++namesGiven}`)
+  return true
+}
 
 const pgQuery = (text: string, values: unknown[], prepared?: Prepared): pg.QueryConfig => ({
   text,
   values,
   name: prepared === 'prepared' ? preparedName(text) : undefined,
 })
+
+/** One statement through `run` (a pool's or a client's query), prepared again should its plan be stale. */
+async function runStatement<Row>(run: (config: pg.QueryConfig) => Promise<pg.QueryResult>, text: string, values: unknown[], prepared?: Prepared): Promise<Row[]> {
+  const config = pgQuery(text, values, prepared)
+  try {
+    return (await run(config)).rows as Row[]
+  } catch (error) {
+    if (!isStalePrepared(error, config)) throw error
+    return (await run(pgQuery(text, values, prepared))).rows as Row[]
+  }
+}
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Database> {
   return options.databaseUrl ? openPostgres(options.databaseUrl, options.migrate ?? true) : openEmbedded(options.dataDir, options.migrate ?? true)
@@ -168,9 +195,8 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
   return {
     prisma,
     kind: 'postgres',
-    query: async <Row>(sql: string, params: unknown[] = [], name?: string) =>
-      (await visitorPool.query({ text: sql, values: params, name })).rows as Row[],
-    sql: async <Row>(sql: string, params: unknown[] = [], prepared?: Prepared) => (await pool.query(pgQuery(sql, params, prepared))).rows as Row[],
+    query: (sql, params = [], prepared) => runStatement((config) => visitorPool.query(config), sql, params, prepared),
+    sql: (sql, params = [], prepared) => runStatement((config) => pool.query(config), sql, params, prepared),
     write: (sql, params, prepared) => poolWrite(pool, sql, params, prepared),
     transaction: (work) => poolTransaction(pool, work),
     ping: () => pingWith(prisma),
@@ -248,25 +274,43 @@ async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) =>
 }
 
 /** Database.transaction on a pg pool: BEGIN … COMMIT on one of its connections, ROLLBACK if `work` throws. */
-export function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery) => Promise<T>): Promise<T> {
-  return onPooledClient(pool, async (client) => {
-    await client.query('BEGIN')
-    try {
-      const result = await work(async (sql, params = [], prepared) => (await client.query(pgQuery(sql, params, prepared))).rows)
-      await client.query('COMMIT')
-      return result
-    } catch (error) {
-      await client.query('ROLLBACK').catch(() => {})
-      throw error
-    }
-  })
+export async function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery) => Promise<T>): Promise<T> {
+  let stale = false
+  const attempt = () =>
+    onPooledClient(pool, async (client) => {
+      await client.query('BEGIN')
+      try {
+        const result = await work(async (sql, params = [], prepared) => {
+          const config = pgQuery(sql, params, prepared)
+          try {
+            return (await client.query(config)).rows
+          } catch (error) {
+            if (isStalePrepared(error, config)) stale = true
+            throw error
+          }
+        })
+        await client.query('COMMIT')
+        return result
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => {})
+        throw error
+      }
+    })
+  try {
+    return await attempt()
+  } catch (error) {
+    // Rolled back before anything else ran: the whole transaction once more, its stale statement renamed.
+    if (!stale) throw error
+    stale = false
+    return attempt()
+  }
 }
 
 /** Database.write on a pg pool: a connection lost once the statement may have reached the server is OutcomeUnknownError. */
 export function poolWrite<Row>(pool: pg.Pool, sql: string, params: unknown[] = [], prepared?: Prepared): Promise<Row[]> {
   return onPooledClient(pool, async (client) => {
     try {
-      return (await client.query(pgQuery(sql, params, prepared))).rows as Row[]
+      return await runStatement<Row>((config) => client.query(config), sql, params, prepared)
     } catch (error) {
       throw isDatabaseUnavailable(error) ? new OutcomeUnknownError(error) : error
     }

@@ -90,7 +90,7 @@ export const cacheKey = (domain: string, slugKey: string) => `${domain}/${slugKe
 
 /** The views of the links that exist among `keys`, by `<domain>/<slugKey>` (see cacheKey). */
 export async function loadRedirectViews(database: Database, keys: ViewKey[]): Promise<Map<string, RedirectView>> {
-  const rows = await database.query<ViewRow>(VIEWS_SQL, [keys.map((key) => key.domain), keys.map((key) => key.slugKey)], 'redirect-views')
+  const rows = await database.query<ViewRow>(VIEWS_SQL, [keys.map((key) => key.domain), keys.map((key) => key.slugKey)], 'prepared')
   return new Map(rows.map((row) => [cacheKey(row.domain, row.slugKey), toView(row)]))
 }
 

@@ -7,6 +7,7 @@
 import t from 'tap'
 import { MAX_PREPARED_TEXTS, preparedName } from '../../src/db/database.js'
 import { findLinkByUniq } from '../../src/links/link-repository.js'
+import { loadRedirectViews } from '../../src/redirects/redirect-view.js'
 import { createWorkspaceToken, openTestDatabase } from '../support/test-app.js'
 
 t.test('a link read by a prepared statement: each read answers its own link and clicks, through the generic plan too', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
@@ -36,6 +37,44 @@ t.test('a link read by a prepared statement: each read answers its own link and 
   t.equal(prepared.length, 1, 'the read is a prepared statement of the connection')
   t.ok(Number(prepared[0]?.generic_plans) > 0, 'and it ran on its generic plan')
 })
+
+t.test(
+  'a migration that changes the type of a column the prepared statements return (a rolling deploy) fails no request of the running release',
+  { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' },
+  async (t) => {
+    const { database } = await openTestDatabase(t)
+    await createWorkspaceToken(database.prisma, { workspace: 'stale', domains: ['go.stale.test'] })
+    const [{ id: workspaceId }] = await database.sql<{ id: number }>(`SELECT "id" FROM "Workspace" WHERE "name" = 'stale'`)
+    const [{ uniq }] = await database.sql<{ uniq: number }>(
+      `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
+       VALUES ($1, 'go.stale.test', 'summer', 'summer', 'https://example.com/summer', now()) RETURNING "uniq"`,
+      [workspaceId],
+    )
+    const key = { domain: 'go.stale.test', slugKey: 'summer' }
+    const readEverywhere = () =>
+      Promise.all(
+        Array.from({ length: 6 }, async () => ({
+          link: await findLinkByUniq(database, workspaceId, uniq),
+          view: (await loadRedirectViews(database, [key])).get('go.stale.test/summer'),
+          inTransaction: await database.transaction((query) => query<{ url: string }>(`SELECT "url" FROM "Link" WHERE "uniq" = $1`, [uniq], 'prepared')),
+        })),
+      )
+    // Several connections of both pools prepare the statements…
+    for (const read of await readEverywhere()) t.ok(read.link && read.view && read.inTransaction.length === 1, 'read before the migration')
+    // …then the next release's migration changes the type of a column they all return.
+    await database.sql(`ALTER TABLE "Link" ALTER COLUMN "url" TYPE varchar(4096)`)
+    const reads = await readEverywhere()
+    for (const read of reads) {
+      t.equal(read.link?.url, 'https://example.com/summer', 'the API read answers')
+      t.match(read.view, { uniq, slug: 'summer' }, "the visitors' read answers")
+      t.same(read.inTransaction, [{ url: 'https://example.com/summer' }], 'a statement in a transaction answers')
+    }
+    const stale = await database.sql<{ count: string }>(
+      `SELECT count(*) FROM pg_prepared_statements WHERE "statement" LIKE '%FROM "Link" l WHERE l."uniq" = $1 AND l."workspaceId" = $2'`,
+    )
+    t.ok(Number(stale[0].count) >= 1, 'the read is still a prepared statement (under its new name)')
+  },
+)
 
 // Last: it uses up the names this process may give.
 t.test('one name per text, and no more than MAX_PREPARED_TEXTS texts get one', async (t) => {

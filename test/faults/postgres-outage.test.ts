@@ -8,6 +8,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
 import { openDatabase } from '../../src/db/database.js'
+import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { errorLog } from '../support/error-log.js'
 import { rawRequest, type RawResponse } from '../support/raw-http.js'
 import { logLines, startServer } from '../support/server-process.js'
@@ -25,6 +26,8 @@ const AFTER_MS = 1500
 t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (the embedded database has no connection to cut)' }, async (t) => {
   const { database, url } = await openTestDatabase(t)
   const token = await createWorkspaceToken(database.prisma, { workspace: 'outage', defaultDomain: 'go.outage.test' })
+  // The burst runs for a time, not a count: a fast machine creates more than the default 1,000 an hour.
+  await setLimits(database.prisma, { workspace: 'outage', hour: 1_000_000, day: 1_000_000 })
   const { proxy, url: proxiedUrl } = await TcpProxy.inFrontOf(url!)
   t.teardown(() => proxy.close())
   const server = await startServer({ DATABASE_URL: proxiedUrl })
