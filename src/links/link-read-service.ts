@@ -3,8 +3,8 @@ import { LIST_LIMIT, type ListLinksRequest } from '../../schemas/link-list.js'
 import { normalizeHost } from '../config/config.js'
 import { fieldError, notFound } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
-import { deleteLinkByUniq, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
-import { findLink, type LinkLocator, type LinkServiceContext } from './link-service.js'
+import { deleteLinkByUniq, deletePlainLink, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
+import { findLink, storedLocator, type LinkLocator, type LinkServiceContext } from './link-service.js'
 
 const MAX_INT4 = 2_147_483_647
 
@@ -66,6 +66,14 @@ export async function listLinks(
 
 /** A hard delete: the slug is free again at once and the address stops redirecting. */
 export async function deleteLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<void> {
+  const where = storedLocator(locator)
+  // Most links are in no group: one statement deletes them and says which they were.
+  const plain = where && (await deletePlainLink(context.database, caller.workspaceId, where))
+  if (plain) {
+    context.onChange?.([plain])
+    return
+  }
+  // No such link (a 404), or one with a tag or folder, whose delete moves its group history.
   const link = await findLink(context, caller, locator)
   // Deleted by a concurrent request since it was found: this request did not delete it.
   if (!(await deleteLinkByUniq(context.database, caller.workspaceId, link.uniq))) throw notFound()

@@ -492,16 +492,32 @@ export async function findLinksPage(database: Database, filter: LinkFilter, take
  * Deletes the link (its link–pixel rows cascade); false when it was already gone. Its history leaves its groups
  * in the same transaction (group-history.ts); its own aggregates stay until they expire.
  */
-export async function deleteLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<boolean> {
-  // A link with no tag and no folder has no group history to move: one statement, without the rollup's row, which
-  // would make every delete take turns with the others and wait for a rollup under way. Should a change give it a
-  // tag or folder meanwhile, PostgreSQL checks the condition again on the changed row, and the delete below runs.
-  const plain = await database.sql(
-    `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2 AND ${IN_NO_GROUP_SQL} RETURNING "uniq"`,
-    [uniq, workspaceId],
+/**
+ * Deletes a link that is in no group (no tag, no folder), found by uniq or by domain and slug, in one statement,
+ * and answers which it was; null when there is none such: no such link, or one in a group, whose delete moves its
+ * group history (deleteLinkByUniq). Such a link has no history to move, so the rollup's row is not taken: taking
+ * it would make every delete take turns with the others and wait for a rollup under way. Should a change give the
+ * link a tag or folder meanwhile, PostgreSQL checks the condition again on the changed row and deletes nothing.
+ */
+export async function deletePlainLink(
+  database: Database,
+  workspaceId: number,
+  locator: { uniq: number } | { domain: string; slug: string },
+): Promise<{ uniq: number; domain: string; slug: string } | null> {
+  const [where, params] =
+    'uniq' in locator
+      ? [`"uniq" = $1 AND "workspaceId" = $2`, [locator.uniq, workspaceId]]
+      : [`"domain" = $1 AND "slugKey" = $2 AND "workspaceId" = $3`, [locator.domain, slugKey(locator.slug), workspaceId]]
+  const [row] = await database.sql<{ uniq: number; domain: string; slug: string }>(
+    `DELETE FROM "Link" WHERE ${where} AND ${IN_NO_GROUP_SQL} RETURNING "uniq", "domain", "slug"`,
+    params,
     'prepared',
   )
-  if (plain.length > 0) return true
+  return row ?? null
+}
+
+/** Deletes a link by uniq, moving its group history (tags, folder) under the rollup's lock; false when it is gone. */
+export async function deleteLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<boolean> {
   return database.transaction(async (query) => {
     await lockRollup(query)
     const [gone] = await query<GroupedLink>(

@@ -97,19 +97,22 @@ export function folderGone(error: unknown) {
 
 export type LinkLocator = { uniq: number } | { domain: string; slug: string }
 
+/**
+ * The locator as the database looks it up (the domain normalised), or null when no link can match it. The route's
+ * schema keeps ids within the column's range; beyond it asking the database would be an error, not a miss, so a
+ * caller that skipped the schema still gets a 404.
+ */
+export function storedLocator(locator: LinkLocator): LinkLocator | null {
+  if ('uniq' in locator) return Number.isSafeInteger(locator.uniq) && locator.uniq >= 1 && locator.uniq <= 2_147_483_647 ? locator : null
+  const domain = normalizeHost(locator.domain)
+  return domain ? { domain, slug: locator.slug } : null
+}
+
 export async function findLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<StoredLink> {
+  const where = storedLocator(locator)
   let link: StoredLink | null = null
-  if ('uniq' in locator) {
-    const { uniq } = locator
-    // The route's schema keeps ids within the column's range; beyond it asking the database would be an
-    // error, not a miss, so a caller that skipped the schema still gets a 404.
-    if (Number.isSafeInteger(uniq) && uniq >= 1 && uniq <= 2_147_483_647) {
-      link = await findLinkByUniq(context.database, caller.workspaceId, uniq)
-    }
-  } else {
-    const domain = normalizeHost(locator.domain)
-    if (domain) link = await findLinkBySlug(context.database, caller.workspaceId, domain, locator.slug)
-  }
+  if (where && 'uniq' in where) link = await findLinkByUniq(context.database, caller.workspaceId, where.uniq)
+  else if (where) link = await findLinkBySlug(context.database, caller.workspaceId, where.domain, where.slug)
   if (!link) throw notFound()
   return link
 }

@@ -9,7 +9,7 @@ import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 
 type Json = Record<string, any>
 
-const { app, prisma } = await buildTestApp(t)
+const { app, prisma, database } = await buildTestApp(t)
 
 let workspaces = 0
 /** A workspace of the subtest's own, with its default domain go.<name>.test. */
@@ -104,6 +104,37 @@ t.test('DELETE /v1/links/by-domain/{domain}/{id}: 204, then 404, and the slug is
   const reused = await api.post('/v1/links/create', { link: { url: 'https://example.com/again', id: 'Bye' } })
   t.equal(reused.statusCode, 201)
   t.equal((await api.delete(`/v1/links/by-domain/other.test/Bye`)).statusCode, 404)
+})
+
+t.test('DELETE: a link in no group takes one statement; one with a tag or folder moves its group history in a transaction', async (t) => {
+  const { api, domain } = await workspace()
+  const plain = await api.link({ url: 'https://example.com/plain', id: 'Plain' })
+  const tagged = await api.link({ url: 'https://example.com/tagged', id: 'Tagged', tags: ['summer'] })
+  // What the delete sends: the database's statements that name the links' table, and its transactions.
+  const sent: string[] = []
+  const { sql, transaction } = database
+  database.sql = (text, params, prepared) => {
+    if (text.includes('"Link"')) sent.push(text.trim().split(/\s+/).slice(0, 3).join(' '))
+    return sql(text, params, prepared)
+  }
+  database.transaction = (work) => {
+    sent.push('transaction')
+    return transaction(work)
+  }
+  t.teardown(() => Object.assign(database, { sql, transaction }))
+
+  t.equal((await api.delete(`/v1/links/${plain.uniq}`)).statusCode, 204)
+  t.same(sent.splice(0), ['DELETE FROM "Link"'], 'by uniq: the DELETE alone')
+  const again = await api.link({ url: 'https://example.com/plain', id: 'Plain' })
+  sent.length = 0
+  t.equal((await api.delete(`/v1/links/by-domain/${domain}/plain`)).statusCode, 204)
+  t.same(sent.splice(0), ['DELETE FROM "Link"'], 'by domain and slug: the DELETE alone')
+  t.equal(await prisma.link.count({ where: { uniq: { in: [plain.uniq, again.uniq] } } }), 0)
+
+  t.equal((await api.delete(`/v1/links/${tagged.uniq}`)).statusCode, 204)
+  t.same(sent.splice(0), ['DELETE FROM "Link"', 'SELECT l."uniq", l."workspaceId",', 'transaction'], 'with a tag: found, then deleted with its group history')
+  t.equal(await prisma.link.count({ where: { uniq: tagged.uniq } }), 0)
+  t.equal((await api.delete(`/v1/links/${tagged.uniq}`)).statusCode, 404, 'twice: 404')
 })
 
 t.test('GET /v1/links pages newest first: 20 by default, nextCursor until the last page', async (t) => {
