@@ -489,10 +489,6 @@ export async function findLinksPage(database: Database, filter: LinkFilter, take
 }
 
 /**
- * Deletes the link (its link–pixel rows cascade); false when it was already gone. Its history leaves its groups
- * in the same transaction (group-history.ts); its own aggregates stay until they expire.
- */
-/**
  * Deletes a link that is in no group (no tag, no folder), found by uniq or by domain and slug, in one statement,
  * and answers which it was; null when there is none such: no such link, or one in a group, whose delete moves its
  * group history (deleteLinkByUniq). Such a link has no history to move, so the rollup's row is not taken: taking
@@ -516,7 +512,10 @@ export async function deletePlainLink(
   return row ?? null
 }
 
-/** Deletes a link by uniq, moving its group history (tags, folder) under the rollup's lock; false when it is gone. */
+/**
+ * Deletes the link (its link–pixel rows cascade); false when it was already gone. Its history leaves its groups
+ * in the same transaction, under the rollup's lock (group-history.ts); its own aggregates stay until they expire.
+ */
 export async function deleteLinkByUniq(database: Database, workspaceId: number, uniq: number): Promise<boolean> {
   return database.transaction(async (query) => {
     await lockRollup(query)
