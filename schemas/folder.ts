@@ -1,6 +1,6 @@
 /** Folders: a workspace's named groups of links (GET/POST /v1/folders, PUT/DELETE /v1/folders/{id}). */
 import { Type, type Static } from '@sinclair/typebox'
-import { PathId } from './formats.js'
+import { MAX_ROW_ID, PathId } from './formats.js'
 
 export const FOLDER_NAME_MAX = 100
 
@@ -46,7 +46,7 @@ export const DeleteFolderQuery = Type.Object({
   moveLinksTo: Type.Optional(
     Type.Integer({
       minimum: 1,
-      maximum: 2_147_483_647,
+      maximum: MAX_ROW_ID,
       description: 'Move the links of the folder to this folder of the workspace, then delete it',
     }),
   ),

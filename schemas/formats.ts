@@ -66,6 +66,9 @@ export const formatMessages: Record<string, string> = {
 /** The largest id of a row (an `integer` column of PostgreSQL: links' uniq, folders, scripts). */
 export const MAX_ROW_ID = 2_147_483_647
 
+/** Whether `value` can be a row's id: beyond the column's range asking the database is an error, not a miss. */
+export const isRowId = (value: number) => Number.isSafeInteger(value) && value >= 1 && value <= MAX_ROW_ID
+
 /** Why an integer parameter written otherwise than in plain decimal is refused (src/plugins/validation.ts). */
 export const NOT_DECIMAL_MESSAGE =
   'must be a whole number in plain decimal digits (no sign +, exponent, hexadecimal, spaces or leading zeros)'

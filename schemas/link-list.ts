@@ -1,10 +1,9 @@
 /** GET /v1/links: the filters and page of the list, and its answer. */
 import { Type, type Static } from '@sinclair/typebox'
+import { MAX_ROW_ID } from './formats.js'
 import { LIMITS, LinkRecord } from './link.js'
 
 export const LIST_LIMIT = { default: 20, max: 100 } as const
-
-const MAX_INT4 = 2_147_483_647
 
 export const ListLinksQuery = Type.Object({
   limit: Type.Optional(
@@ -23,7 +22,7 @@ export const ListLinksQuery = Type.Object({
     }),
   ),
   domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Only links on this short domain' })),
-  folderId: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT4, description: 'Only links in this folder' })),
+  folderId: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ROW_ID, description: 'Only links in this folder' })),
   tag: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tag }), {
       maxItems: LIMITS.tags,

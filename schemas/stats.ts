@@ -1,6 +1,7 @@
 /** Click analytics (issue 11): the stats of a link or a workspace, and a link's raw visits. */
 import { Type, type Static } from '@sinclair/typebox'
 import { StringEnum } from './enum.js'
+import { MAX_ROW_ID } from './formats.js'
 import { LIMITS } from './link.js'
 
 export const STATS_LIMIT = { default: 10, max: 100 } as const
@@ -10,8 +11,6 @@ export const MAX_RANGE_DAYS = 400
 /** The most buckets a series may have: ask for a coarser interval or a shorter range beyond it. */
 export const MAX_POINTS = 1000
 export const INTERVALS = ['hour', 'day', 'week', 'month'] as const
-
-const MAX_INT4 = 2_147_483_647
 
 const DateTime = (description: string) =>
   Type.String({ format: 'date-time', description, examples: ['2026-11-01T00:00:00Z'] })
@@ -49,7 +48,7 @@ export const WorkspaceStatsQuery = Type.Object({
   ...rangeFields,
   domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Only visits of links on this short domain' })),
   folderId: Type.Optional(
-    Type.Integer({ minimum: 1, maximum: MAX_INT4, description: 'Only links in this folder now (their visits from before too)' }),
+    Type.Integer({ minimum: 1, maximum: MAX_ROW_ID, description: 'Only links in this folder now (their visits from before too)' }),
   ),
   tag: Type.Optional(
     Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tag }), {

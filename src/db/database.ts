@@ -115,7 +115,7 @@ export const SESSION_OPTIONS = '-c jit=off'
 const VISITOR_POOL_SIZE = 2
 
 /**
- * The name under which the main pool prepares `text`, or none once MAX_PREPARED_TEXTS texts have names.
+ * The name under which a pool prepares `text`, or none once MAX_PREPARED_TEXTS texts have names.
  *
  * The API's statements are planned each time otherwise, and planning is most of their cost: the read of a link
  * with its pixels and clicks (which looks into every monthly partition of the visits) took PostgreSQL 7 times

@@ -1,5 +1,6 @@
 /** Folder rules around the repository: names trimmed and unique per workspace, and what deleting does to links. */
 import type { DeleteFolderRequest, FolderRecordBody } from '../../schemas/folder.js'
+import { isRowId } from '../../schemas/formats.js'
 import type { PrismaClient } from '../db/database.js'
 import { isUniqueViolation } from '../db/errors.js'
 import { fieldError, notFound, validationFailed } from '../errors/app-error.js'
@@ -8,15 +9,13 @@ import type { Caller } from '../plugins/auth.js'
 import { cleanName } from '../workspaces/names.js'
 import * as folders from './folder-repository.js'
 
-const MAX_INT4 = 2_147_483_647
-
 export function toFolderRecord(folder: folders.StoredFolder): FolderRecordBody {
   return { id: folder.id, name: folder.name, linkCount: folder._count.links, createdAt: folder.createdAt.toISOString() }
 }
 
 /** An id the column cannot hold names no folder: a miss, not a database error (the route's schema refuses one first). */
 function folderId(id: number): number {
-  if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) throw notFound('folder')
+  if (!isRowId(id)) throw notFound('folder')
   return id
 }
 

@@ -3,7 +3,7 @@
  * references to the workspace's folders, pixels and scripts checked, and destinations that would loop.
  * Every problem is collected with its JSON pointer, so one 400 names all of them.
  */
-import { codePointLength } from '../../schemas/formats.js'
+import { codePointLength, isRowId } from '../../schemas/formats.js'
 import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '../../schemas/link.js'
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
@@ -78,8 +78,6 @@ export interface InputContext {
   /** The stored password hash of the link being updated, which `{enable: true}` alone keeps. */
   storedPasswordHash?: string | null
 }
-
-const MAX_INT4 = 2_147_483_647
 
 /** Parses the link fields present in `input` into stored form; throws 400 naming every bad field. */
 export async function parseLinkInput(input: LinkPatchBody, context: InputContext): Promise<Partial<LinkSettings>> {
@@ -181,9 +179,7 @@ async function parseFolderId(
   if (folderId === null) return null
   const id = Number(folderId)
   const exists =
-    Number.isSafeInteger(id) &&
-    id >= 1 &&
-    id <= MAX_INT4 &&
+    isRowId(id) &&
     (await context.prisma.folder.count({ where: { id, workspaceId: context.workspaceId } })) > 0
   if (!exists) fail('folderId', 'is not a folder of this workspace')
   return id
@@ -195,7 +191,7 @@ async function parseLinkScripts(
   fail: (field: string, message: string) => void,
 ): Promise<number[] | null> {
   if (ids === null) return null
-  const candidates = ids.filter((id) => id <= MAX_INT4)
+  const candidates = ids.filter(isRowId)
   const found = new Set(
     (
       await context.prisma.script.findMany({

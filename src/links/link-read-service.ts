@@ -1,12 +1,11 @@
 /** The list (filters, keyset pages) and delete, beside create and update in link-service.ts. */
+import { isRowId } from '../../schemas/formats.js'
 import { LIST_LIMIT, type ListLinksRequest } from '../../schemas/link-list.js'
 import { normalizeHost } from '../config/config.js'
 import { fieldError, notFound } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { deleteLinkByUniq, deletePlainLink, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
 import { findLink, storedLocator, type LinkLocator, type LinkServiceContext } from './link-service.js'
-
-const MAX_INT4 = 2_147_483_647
 
 /**
  * A page's position is the uniq of its last link: the next page is the links below it. New links get higher
@@ -26,7 +25,7 @@ export function decodeCursor(cursor: string): number {
   } catch {
     position = undefined
   }
-  if (typeof position !== 'number' || !Number.isInteger(position) || position < 1 || position > MAX_INT4) {
+  if (typeof position !== 'number' || !isRowId(position)) {
     throw fieldError('/cursor', 'is not the nextCursor of a page of this list')
   }
   return position

@@ -1,4 +1,5 @@
 /** Create and update: the rules of contract sections 4, 5 and 7 around the repository. */
+import { isRowId } from '../../schemas/formats.js'
 import type { CreateLinkRequest, LinkPatchBody, UpdateLinkRequest } from '../../schemas/link.js'
 import type { Config } from '../config/config.js'
 import { normalizeHost } from '../config/config.js'
@@ -103,7 +104,7 @@ export type LinkLocator = { uniq: number } | { domain: string; slug: string }
  * caller that skipped the schema still gets a 404.
  */
 export function storedLocator(locator: LinkLocator): LinkLocator | null {
-  if ('uniq' in locator) return Number.isSafeInteger(locator.uniq) && locator.uniq >= 1 && locator.uniq <= 2_147_483_647 ? locator : null
+  if ('uniq' in locator) return isRowId(locator.uniq) ? locator : null
   const domain = normalizeHost(locator.domain)
   return domain ? { domain, slug: locator.slug } : null
 }

@@ -6,6 +6,7 @@ import {
   type ScriptSummaryBody,
   type UpdateScriptRequest,
 } from '../../schemas/script.js'
+import { isRowId } from '../../schemas/formats.js'
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { PrismaClient } from '../db/database.js'
 import { notFound, validationFailed } from '../errors/app-error.js'
@@ -13,7 +14,6 @@ import type { Caller } from '../plugins/auth.js'
 import { nameProblem } from '../workspaces/names.js'
 import * as scripts from './script-repository.js'
 
-const MAX_INT4 = 2_147_483_647
 
 export function toScriptSummary(script: scripts.ScriptSummary): ScriptSummaryBody {
   return {
@@ -31,7 +31,7 @@ export function toScriptRecord(script: scripts.StoredScript): ScriptRecordBody {
 
 /** An id the column cannot hold names no script: a miss, not a database error (the route's schema refuses one first). */
 function scriptId(id: number): number {
-  if (!Number.isSafeInteger(id) || id < 1 || id > MAX_INT4) throw notFound('script')
+  if (!isRowId(id)) throw notFound('script')
   return id
 }
 
