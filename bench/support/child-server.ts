@@ -14,6 +14,15 @@ export type ChildServer<Ready> = Ready & { child: ChildProcess }
 
 const projectRoot = fileURLToPath(new URL('../../', import.meta.url))
 
+/**
+ * The servers not stopped yet. A benchmark that fails (a run with errors throws) would otherwise leave them
+ * running: holding a core, their ports, and the output pipe of a `npm run bench | grep …`, which then never ends.
+ */
+const running = new Set<ChildProcess>()
+process.once('exit', () => {
+  for (const child of running) child.kill()
+})
+
 /** Compiles the project (bench included) and returns the path of the compiled `bench/<name>.js`. */
 export function compileBench(name: string): string {
   execFileSync('npx', ['tsc', '-p', 'tsconfig.json', '--tsBuildInfoFile', 'dist/.tsbuildinfo.bench'], { cwd: projectRoot, stdio: 'inherit' })
@@ -36,6 +45,8 @@ export async function startServer<Ready>(
     env: { ...process.env, ...production.env, ...options.env },
     stdio: ['ignore', options.pipeOutput ? 'pipe' : 'ignore', 'inherit', 'ipc'],
   })
+  running.add(child)
+  child.once('exit', () => running.delete(child))
   child.stdout?.resume()
   const [ready] = (await once(child, 'message')) as [Ready]
   return { ...ready, child }
