@@ -98,7 +98,9 @@ export const LinkExpirationInput = Type.Object(
   {
     enable: Type.Boolean(),
     end: Type.String({ format: 'date-time', description: 'When the link expires (ISO 8601)', examples: ['2027-01-31T23:59:59.000Z'] }),
-    url: HttpUrl('Where the link redirects once it has expired'),
+    url: Type.Optional(
+      Nullable(HttpUrl('Where the link redirects once it has expired; null or absent: visitors get a page saying it has expired (410)')),
+    ),
     timezone: Type.Integer({ minimum: -12, maximum: 14, description: 'Offset in hours, kept for display' }),
   },
   { $id: 'LinkExpirationInput', description: 'When the link expires and where it goes then' },
@@ -270,7 +272,7 @@ export const LinkRecord = Type.Object(
     linkScriptEnable: Type.Boolean(),
     masking: Type.Boolean(),
     linkExpiration: Nullable(
-      Type.Object({ enable: Type.Boolean(), end: UtcDateTime, url: Type.String(), timezone: Type.Integer() }),
+      Type.Object({ enable: Type.Boolean(), end: UtcDateTime, url: Nullable(Type.String()), timezone: Type.Integer() }),
     ),
     passwordProtect: Nullable(Type.Object({ enable: Type.Boolean() }, { description: 'The password is never returned' })),
     workspaceId: Type.Integer(),

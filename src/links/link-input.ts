@@ -19,7 +19,8 @@ export type PixelSpec = { id: string } | { platform: Platform; value: string; ti
 export interface LinkExpiration {
   enable: boolean
   end: Date
-  url: string
+  /** null: an expired link answers 410. */
+  url: string | null
   timezone: number
 }
 
@@ -131,7 +132,7 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
       const year = end.getUTCFullYear()
       if (Number.isNaN(end.getTime())) fail('linkExpiration/end', 'must be an ISO 8601 date-time')
       else if (year < 1 || year > 9999) fail('linkExpiration/end', 'must be between the years 0001 and 9999 (UTC)')
-      out.expiration = { enable: expiration.enable, end, url: expiration.url, timezone: expiration.timezone }
+      out.expiration = { enable: expiration.enable, end, url: expiration.url ?? null, timezone: expiration.timezone }
     }
   }
   if (has('passwordProtect')) {
@@ -249,7 +250,7 @@ async function refuseRedirectLoops(settings: Partial<LinkSettings>, context: Inp
   if (settings.url) destinations.push(['/link/url', settings.url])
   settings.geolocations?.forEach((rule, index) => destinations.push([`/link/extraOptionsGeolocations/${index}/url`, rule.url]))
   settings.rotator?.forEach((entry, index) => destinations.push([`/link/extraOptionsLinkRotator/${index}/url`, entry.url]))
-  if (settings.expiration) destinations.push(['/link/linkExpiration/url', settings.expiration.url])
+  if (settings.expiration?.url) destinations.push(['/link/linkExpiration/url', settings.expiration.url])
   if (destinations.length === 0) return
 
   const hostOf = (url: string) => new URL(url).hostname.toLowerCase().replace(/\.$/, '')

@@ -72,7 +72,7 @@ export function toLinkRecord(link: StoredLink, clicks: number): LinkRecordBody {
         : {
             enable: link.expirationEnable,
             end: link.expiresAt!.toISOString(),
-            url: link.expirationUrl!,
+            url: link.expirationUrl,
             timezone: link.expirationTimezone!,
           },
     passwordProtect: link.passwordEnable === null ? null : { enable: link.passwordEnable },

@@ -134,6 +134,21 @@ t.test('an update that only repeats what is stored changes nothing: no autofill,
   }
 })
 
+t.test('linkExpiration.url may be null or absent: stored as none, and repeating that changes nothing', async (t) => {
+  const link = await newLink()
+  const { url: _url, ...withoutUrl } = link.linkExpiration
+  const cleared = await api.update(link.uniq, { linkExpiration: withoutUrl })
+  t.equal(cleared.statusCode, 200)
+  t.same(cleared.json().linkExpiration, { ...withoutUrl, url: null })
+  t.equal((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).expirationUrl, null)
+  const repeated = await api.update(link.uniq, { linkExpiration: { ...withoutUrl, url: null } })
+  t.equal(repeated.statusCode, 200)
+  t.equal(repeated.headers['x-autofill'], 'skipped', 'the same expiration: nothing to write')
+  t.equal(repeated.json().updatedDate, cleared.json().updatedDate)
+  const restored = await api.update(link.uniq, { linkExpiration: link.linkExpiration })
+  t.same(restored.json().linkExpiration, link.linkExpiration)
+})
+
 t.test("repeating the link's own domain and id is accepted; a different one is 400", async (t) => {
   const link = await newLink()
   const same = await api.update(link.uniq, { domain: 'GO.UPD.TEST', id: link.id, note: 'repeated identity' })

@@ -45,13 +45,18 @@ t.test('2. expired (now ≥ end): 302 to linkExpiration.url; the edge instant is
   t.equal((await visit(app, '/sale')).headers.location, 'https://example.com/expired')
 })
 
-t.test('2. expired without a url: the 410 page', async (t) => {
-  const created = await link({ id: 'gone', ...expiration(T - 1) })
-  await prisma.link.update({ where: { uniq: created.uniq }, data: { expirationUrl: null } })
-  app.redirects.linksChanged([{ domain: created.domain, slug: created.id }])
-  const response = await visit(app, '/gone')
-  t.match(pageHeaders(response), { status: 410, ...PAGE })
-  t.match(response.body, /expired/i)
+t.test('2. expired without a url (null or absent): the 410 page', async (t) => {
+  const withNull = await link({ id: 'gone', ...expiration(T - 1, null) })
+  const { url: _url, ...withoutUrl } = expiration(T - 1).linkExpiration
+  const absent = await link({ id: 'gone-too', linkExpiration: withoutUrl })
+  for (const created of [withNull, absent]) {
+    t.equal(created.linkExpiration.url, null, 'the record says there is no url')
+    const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: created.uniq } })
+    t.equal(stored.expirationUrl, null)
+    const response = await visit(app, `/${created.id}`)
+    t.match(pageHeaders(response), { status: 410, ...PAGE })
+    t.match(response.body, /expired/i)
+  }
 })
 
 t.test('2. an expiration that is not enabled never expires', async (t) => {
