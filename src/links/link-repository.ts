@@ -6,6 +6,7 @@ import type { Database, PrismaClient, SqlQuery } from '../db/database.js'
 import { isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
 import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
+import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
 import { fieldError } from '../errors/app-error.js'
 import type { LinkSettings, PixelSpec } from './link-input.js'
 import { slugKey } from './slug.js'
@@ -237,11 +238,16 @@ export async function insertPlainLinks(
  * on the row as it is once the lock is held). Null when the link was deleted meanwhile. `sql` is the pool's, or a
  * transaction's when the update moves the link between groups (updateGroupedLink).
  */
-async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<LinkSettings>): Promise<StoredLink | null> {
+async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<LinkSettings>, fill: PageMetadata = {}): Promise<StoredLink | null> {
   const params: unknown[] = [uniq]
   const values = sqlValues(columns(changes) as Record<string, unknown>, params)
+  const fills = sqlValues(fill, params)
   params.push(new Date().toISOString())
-  const assignments = [...values.map((value) => `${value.name} = ${value.placeholder}`), `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`]
+  const assignments = [
+    ...values.map((value) => `${value.name} = ${value.placeholder}`),
+    ...fills.map((value) => `${value.name} = COALESCE(l.${value.name}, ${value.placeholder})`),
+    `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`,
+  ]
   const [row] = await sql<LinkRow>(
     `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
     params,
@@ -371,17 +377,22 @@ export async function insertLink(
  * Concurrent updates of one link run one after the other: the link's row is locked before anything of it
  * changes, so a writer replaces the pixel list another wrote whole (never a merge of the two), and takes
  * its updatedDate only once it holds the lock: the stored updatedDate follows commit order.
+ *
+ * `fill` is what autofill found for fields the request left alone: each is written only if the field is still
+ * empty then. The page was fetched after the link was read, and another update may have set the field meanwhile;
+ * autofill never overwrites a value (contract section 12).
  */
 export async function updateLink(
   database: Database,
   link: StoredLink,
   changes: Partial<LinkSettings>,
+  fill: PageMetadata = {},
 ): Promise<StoredLink | null> {
   const prisma = database.prisma
   const grouped = changesGroups(changes)
   if (changes.pixels === undefined && !changes.linkScripts?.length) {
     return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () =>
-      grouped ? updateGroupedLink(database, link.uniq, changes) : updatePlainLink(database.sql, link.uniq, changes),
+      grouped ? updateGroupedLink(database, link.uniq, changes, fill) : updatePlainLink(database.sql, link.uniq, changes, fill),
     )
   }
   return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => inTransaction(prisma, async (tx) => {
@@ -391,18 +402,19 @@ export async function updateLink(
     // The rollup's row before the link's (group-history.ts), only when the link may change groups.
     if (grouped) await lockRollup(run)
     // FOR NO KEY UPDATE: the lock the UPDATE below would take anyway, taken first; the groups as they are now.
-    const [locked] = await tx.$queryRawUnsafe<(GroupedLink & { updatedAt: Date })[]>(
-      `SELECT "updatedAt", ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`,
+    const [locked] = await tx.$queryRawUnsafe<(GroupedLink & { updatedAt: Date } & Record<MetadataField, string | null>)[]>(
+      `SELECT "updatedAt", "title", "description", "image", "favicon", ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`,
       link.uniq,
     )
     if (!locked) return null
+    const filled = Object.fromEntries(Object.entries(fill).filter(([field]) => locked[field as MetadataField] === null))
     if (pixelIds !== undefined) {
       await tx.linkPixel.deleteMany({ where: { linkUniq: link.uniq } })
       await tx.linkPixel.createMany({ data: pixelIds.map((pixelId, position) => ({ linkUniq: link.uniq, pixelId, position })) })
     }
     const updated = await tx.link.update({
       where: { uniq: link.uniq },
-      data: { ...(columns(changes) as Prisma.LinkUncheckedUpdateInput), updatedAt: notBefore(locked.updatedAt) },
+      data: { ...(columns(changes) as Prisma.LinkUncheckedUpdateInput), ...filled, updatedAt: notBefore(locked.updatedAt) },
       include: withPixels,
     })
     if (grouped) await moveGroupHistory(run, [{ before: locked, after: updated }])
@@ -414,12 +426,12 @@ export async function updateLink(
  * A plain update of the link's tags or folder: the same UPDATE, in a transaction that holds the rollup's row and
  * moves the link's history between its groups, old ones as locked here (group-history.ts).
  */
-function updateGroupedLink(database: Database, uniq: number, changes: Partial<LinkSettings>): Promise<StoredLink | null> {
+function updateGroupedLink(database: Database, uniq: number, changes: Partial<LinkSettings>, fill: PageMetadata): Promise<StoredLink | null> {
   return database.transaction(async (query) => {
     await lockRollup(query)
     const [before] = await query<GroupedLink>(`SELECT ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`, [uniq])
     if (!before) return null
-    const updated = await updatePlainLink(query, uniq, changes)
+    const updated = await updatePlainLink(query, uniq, changes, fill)
     if (updated) await moveGroupHistory(query, [{ before, after: updated }])
     return updated
   })

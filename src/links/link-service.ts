@@ -6,6 +6,7 @@ import { normalizeHost } from '../config/config.js'
 import type { Database, PrismaClient } from '../db/database.js'
 import { isUniqueViolation, violatedForeignKey } from '../db/errors.js'
 import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
+import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
 import { changesNothing } from './unchanged.js'
 import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
@@ -150,9 +151,16 @@ export async function updateLinkFields(
   if (changesNothing(link, changes)) return { link, autofill: SKIPPED }
   const merged = { ...link, ...changes }
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(merged.url, merged)
+  // A field the request emptied takes the page's value as it is; one it left alone only if still empty (updateLink).
+  const set: Partial<LinkSettings> = { ...changes }
+  const fill: PageMetadata = {}
+  for (const [field, value] of Object.entries(autofill.filled) as [MetadataField, string][]) {
+    if (changes[field] !== undefined) set[field] = value
+    else fill[field] = value
+  }
   let updated: StoredLink | null
   try {
-    updated = await updateLink(context.database, link, { ...changes, ...autofill.filled })
+    updated = await updateLink(context.database, link, set, fill)
   } catch (error) {
     throw folderGone(error) ?? error
   }

@@ -505,6 +505,30 @@ t.test('update: changing only the note of a link with empty metadata fills it', 
   t.equal(fetches('/update/note'), 1)
 })
 
+t.test('update: what another update stores while the page is fetched is kept (autofill never overwrites)', async (t) => {
+  // Both ways of writing an update: one UPDATE, and the transaction of an update that replaces the pixels.
+  for (const [name, extra] of [['plain', {}], ['with pixels', { pixels: [{ platform: 'ga', value: 'G-RACE' }] }]] as const) {
+    const path = `/update/race-${name.replace(' ', '-')}`
+    let release!: () => void
+    const released = new Promise<void>((resolve) => (release = resolve))
+    server.route(path, async (request, response) => {
+      await released
+      page(html(COMPLETE_PAGE))(request, response)
+    })
+    const link = await bareLink('/update/race-start')
+    const fetching = api.update(link.uniq, { url: server.url(path), ...extra })
+    while (fetches(path) === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    const manual = await api.update(link.uniq, { title: 'Manual title', description: 'Manual description' }, { autofill: false })
+    t.equal(manual.statusCode, 200, `${name}: the other update`)
+    release()
+    const response = await fetching
+    t.equal(response.statusCode, 200, name)
+    const expected = { ...FROM_PAGE, title: 'Manual title', description: 'Manual description' }
+    t.same(fieldsOf(response.json()), expected, `${name}: the answer shows the other update's values, and the page's for the rest`)
+    t.same(fieldsOf(await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })), expected, `${name}: and so does the stored link`)
+  }
+})
+
 // ---- how pages are fetched, and what is logged ----
 
 t.test('the User-Agent names the service', async (t) => {
