@@ -8,6 +8,9 @@
  * creates the links that fit and answers rate_limited for the rest; the slots of links that then fail (a slug
  * taken) are given back.
  *
+ * A slug asked for twice in one batch goes to the first of its links (the others: slug_taken, before any slot is
+ * reserved).
+ *
  * Storage: the links without pixels or scripts in one multi-row INSERT (a taken generated slug is drawn again
  * one by one), the others one by one as a single create stores them.
  */
@@ -25,7 +28,7 @@ import { resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
 import { insertPlainLinks, isPlainLink, type StoredLink } from './link-repository.js'
 import { folderGone, insertWithSlug, type LinkServiceContext } from './link-service.js'
-import { generateSlug, isReservedSlug } from './slug.js'
+import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
 /** What the create's schema checks of `link`, for one link of the batch at a time. */
 let validateOne: ValidateFunction | undefined
@@ -87,7 +90,20 @@ export async function createLinks(
       }
     }),
   )
-  const valid = checked.filter((item): item is Prepared => item !== undefined)
+  // A slug the batch asks for twice (in any case) goes to its first link in the batch's order; the later ones are
+  // answered slug_taken now, as a later single create would be, and take no slot of the quota.
+  const claimed = new Set<string>()
+  const valid = checked.filter((item): item is Prepared => {
+    if (item === undefined) return false
+    if (item.link.id === undefined) return true
+    const key = `${item.domain}/${slugKey(item.link.id)}`
+    if (claimed.has(key)) {
+      fail(item.index, slugTaken(item.domain, item.link.id))
+      return false
+    }
+    claimed.add(key)
+    return true
+  })
   if (valid.length === 0) return results
 
   const reservation = await reserve(valid.length)

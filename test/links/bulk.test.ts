@@ -61,6 +61,33 @@ t.test('each link is created under the create rules, its result in its place; on
   t.same(json(read), { ...results[0].link }, 'the record answered is the one stored')
 })
 
+t.test('a slug the batch repeats (in any case) goes to its first link; the repeats are 409 and take no slot', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulkdup', defaultDomain: 'go.bulkdup.test' })
+  await setLimits(prisma, { workspace: 'bulkdup', hour: 3 })
+  const response = await bulk(token, {
+    autofill: false,
+    links: [
+      // The first has a pixel: it is stored after the plain links, and must still win.
+      { url: 'https://example.com/first', id: 'twice', pixels: [{ platform: 'ga', value: 'G-DUP' }] },
+      { url: 'https://example.com/second', id: 'TWICE' },
+      { url: 'https://example.com/c', id: 'c' },
+      { url: 'https://example.com/d', id: 'd' },
+    ],
+  })
+  t.equal(response.statusCode, 200)
+  const results = json(response).results
+  t.same(results.map((result: { status: number }) => result.status), [201, 409, 201, 201], 'three slots, three links: the repeat took none')
+  t.match(results[1].problem, { code: 'slug_taken', status: 409 })
+  t.match(results[1].problem.detail, 'go.bulkdup.test/TWICE is already taken', 'as a single create of it would be answered')
+  const stored = await prisma.link.findMany({ where: { workspace: { name: 'bulkdup' } }, include: { pixels: true }, orderBy: { uniq: 'asc' } })
+  t.same(stored.map((link) => [link.slug, link.url, link.pixels.length]), [
+    ['c', 'https://example.com/c', 0],
+    ['d', 'https://example.com/d', 0],
+    ['twice', 'https://example.com/first', 1],
+  ])
+  t.equal(response.headers['x-ratelimit-remaining'], '0')
+})
+
 t.test('the body must hold 1 to 100 links', async (t) => {
   const token = await createWorkspaceToken(prisma, { workspace: 'bulk2' })
   for (const body of [{ links: [] }, { links: Array.from({ length: 101 }, () => ({ url: 'https://example.com/' })) }, { link: {} }]) {
