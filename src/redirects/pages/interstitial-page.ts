@@ -33,7 +33,10 @@ export function interstitialPage(options: InterstitialOptions): Page {
   const given = options.appLink
   const fallback = given ? httpUrl(given.fallback) : null
   const appLink = given && fallback && isAppUrl(given.url) ? { app: given.app, url: given.url, fallback } : null
-  const data = { destination, consent: options.showGDPR, pixels, scripts, appLink }
+  // The banner asks before pixels and scripts load (spec: "display the GDPR popup if pixels are present"); a page
+  // with nothing to load (deep linking alone) has nothing to ask about.
+  const askConsent = options.showGDPR && (pixels.length > 0 || scripts.length > 0)
+  const data = { destination, consent: askConsent, pixels, scripts, appLink }
 
   const directives = baseDirectives(nonce)
   allow(directives, { 'script-src': [`'nonce-${nonce}'`] })
@@ -55,7 +58,7 @@ export function interstitialPage(options: InterstitialOptions): Page {
   const continueLink = destination ? html`<a href="${destination}">Continue to ${host}</a>` : ''
   const platformNames = groups.map(({ platform }) => PIXEL_TAGS[platform].name)
 
-  const progress = html`<section id="progress"${options.showGDPR ? raw(' hidden') : ''}>
+  const progress = html`<section id="progress"${askConsent ? raw(' hidden') : ''}>
 <div class="spinner" aria-hidden="true"></div>
 <h1>${heading}</h1>
 ${options.link.title ? html`<p>${title}</p>` : ''}
@@ -64,7 +67,7 @@ ${appLink
     : html`<p class="small">If nothing happens: ${continueLink}</p>`}
 </section>`
 
-  const consent = options.showGDPR
+  const consent = askConsent
     ? html`<section id="consent" aria-labelledby="consent-title">
 ${mark('shield')}
 <h1 id="consent-title">Before you continue</h1>
@@ -81,7 +84,7 @@ ${mark('shield')}
     : ''
 
   // The vendors' own <noscript> images, for visitors without JavaScript; never when consent is asked.
-  const noscriptImages = options.showGDPR
+  const noscriptImages = askConsent
     ? []
     : groups.flatMap(({ platform, ids }) => {
         const image = PIXEL_TAGS[platform].noscriptImage
@@ -91,7 +94,7 @@ ${mark('shield')}
     ? html`<noscript>${noscriptImages.map((src) => html`<img src="${src}" width="1" height="1" alt="" hidden>`)}</noscript>`
     : ''
 
-  const refresh = destination && !options.showGDPR
+  const refresh = destination && !askConsent
     ? html`<noscript><meta http-equiv="refresh" content="1;url=${destination}"></noscript>`
     : ''
 

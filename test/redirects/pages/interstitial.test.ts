@@ -153,6 +153,17 @@ t.test('with showGDPR: the banner first, Accept and Decline, no refresh and no n
   t.equal(byTag(page.html, 'img', { scripting: false }).length, 0)
 })
 
+t.test('with showGDPR but nothing to load (deep linking alone): no banner, the page moves on', async (t) => {
+  const appLink = { app: 'YouTube', url: 'vnd.youtube://watch?v=abc', fallback: 'https://www.youtube.com/watch?v=abc' }
+  const { page, data } = render({ showGDPR: true, appLink, destination: 'https://www.youtube.com/watch?v=abc' })
+  t.equal(data.consent, false)
+  t.notOk(byTag(page.html, 'section').some((s) => s.attrs.id === 'consent'), 'no banner')
+  t.notOk('hidden' in byTag(page.html, 'section').find((s) => s.attrs.id === 'progress')!.attrs)
+  t.ok(byTag(page.html, 'meta', { scripting: false }).some((m) => m.attrs['http-equiv'] === 'refresh'), 'and without JavaScript too')
+  // Workspace scripts alone are asked about, as pixels are.
+  t.equal(render({ showGDPR: true, scripts: [{ id: 1, content: "window.hello = 'world'" }] }).data.consent, true)
+})
+
 t.test('workspace scripts: passed as data, inserted by the page script with its nonce; the CSP opens for them', async (t) => {
   const { data, csp, nonce } = render({
     scripts: [
