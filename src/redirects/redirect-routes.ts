@@ -163,7 +163,9 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
         })
       }
       // scrypt, compared with timingSafeEqual (src/links/password.ts); longer than any stored password is wrong.
-      const right = password.length <= LIMITS.password && (await verifyPassword(password, view.passwordHash))
+      // The limit counts characters as the API's schema does (an emoji is one, though two UTF-16 units).
+      const withinLimit = password.length <= 2 * LIMITS.password && [...password].length <= LIMITS.password
+      const right = withinLimit && (await verifyPassword(password, view.passwordHash))
       if (!right) {
         counters.wrongPassword++
         return answerVisit(request, reply, view, {

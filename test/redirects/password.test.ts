@@ -136,6 +136,11 @@ t.test('what the form address does with other posts', async (t) => {
   const tooLarge = await postPassword(app, '/posts', 'x'.repeat(5000))
   t.equal(tooLarge.statusCode, 413)
   t.equal((await postPassword(app, '/posts', 'x'.repeat(129))).statusCode, 401, 'longer than any password: wrong')
+  // The longest password the API takes counts characters, not UTF-16 units: 128 emoji are 256 units.
+  const emoji = '\u{1F600}'.repeat(128)
+  await protectedLink('emoji', { passwordProtect: { enable: true, password: emoji } })
+  t.equal((await postPassword(app, '/emoji', emoji)).statusCode, 302, 'the longest password the API takes opens its link')
+  t.equal((await postPassword(app, '/emoji', emoji + 'x')).statusCode, 401, 'and one character more is wrong')
   t.match(pageHeaders(await postPassword(app, '/nothing', 'x')), { status: 404, ...PAGE })
   await link({ id: 'open', url: 'https://example.com/open' })
   const open = await postPassword(app, '/open', 'x')
