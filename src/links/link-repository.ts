@@ -74,6 +74,12 @@ export async function findLinkBySlug(
   return row ? toStoredLink(row) : null
 }
 
+/** Whether a link of any workspace holds `slug` (in any case) on `domain`. */
+export async function slugInUse(database: Database, domain: string, slug: string): Promise<boolean> {
+  const rows = await database.sql(`SELECT 1 FROM "Link" WHERE "domain" = $1 AND "slugKey" = $2`, [domain, slugKey(slug)], 'prepared')
+  return rows.length > 0
+}
+
 const JSON_COLUMNS = new Set(['geolocations', 'linkRotator', 'linkScripts'])
 const TIMESTAMP_COLUMNS = new Set(['expiresAt', 'createdAt', 'updatedAt'])
 

@@ -12,7 +12,7 @@ import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-err
 import type { Caller } from '../plugins/auth.js'
 import { resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
-import { findLinkBySlug, findLinkByUniq, insertLink, updateLink, type StoredLink } from './link-repository.js'
+import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, type StoredLink } from './link-repository.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
 export interface LinkServiceContext {
@@ -54,6 +54,10 @@ export async function createLink(
 
   const settings: LinkSettings = { ...DEFAULT_SETTINGS, ...parsed, url: link.url }
   await admit()
+  // A slug already taken would make the fetch wasted, and hold the quota slot for its whole length.
+  if (request.autofill !== false && link.id !== undefined && (await slugInUse(context.database, domain, link.id))) {
+    throw slugTaken(domain, link.id)
+  }
   // Outside any transaction: a fetch may take the whole AUTOFILL_TIMEOUT_MS.
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(settings.url, settings)
   Object.assign(settings, autofill.filled)

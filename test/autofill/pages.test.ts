@@ -505,6 +505,16 @@ t.test('update: changing only the note of a link with empty metadata fills it', 
   t.equal(fetches('/update/note'), 1)
 })
 
+t.test('create: a slug already taken is 409 before any page is fetched', async (t) => {
+  serve('/taken/page', COMPLETE_PAGE)
+  await bareLink('/taken/first', { id: 'taken-slug' })
+  const response = await create('/taken/page', { id: 'TAKEN-slug' })
+  t.equal(response.statusCode, 409)
+  t.equal(response.json().code, 'slug_taken')
+  t.equal(fetches('/taken/page'), 0, 'nothing fetched (and the quota slot was not held for a fetch)')
+  t.equal(await prisma.link.count({ where: { url: server.url('/taken/page') } }), 0)
+})
+
 t.test('update: what another update stores while the page is fetched is kept (autofill never overwrites)', async (t) => {
   // Both ways of writing an update: one UPDATE, and the transaction of an update that replaces the pixels.
   for (const [name, extra] of [['plain', {}], ['with pixels', { pixels: [{ platform: 'ga', value: 'G-RACE' }] }]] as const) {
