@@ -77,8 +77,9 @@ function workspaceScript(snippet, track) {
 function start() {
   var pending = 0;
   var deadline = setTimeout(leave, ${MAX_WAIT_MS});
+  // The pause for the beacons never runs past the deadline: whichever comes first leaves.
   function loaded() {
-    if (--pending === 0) { clearTimeout(deadline); setTimeout(leave, ${SETTLE_MS}) }
+    if (--pending === 0) setTimeout(leave, ${SETTLE_MS});
   }
   function track(script) { pending++; script.onload = script.onerror = loaded }
   data.pixels.forEach(function (pixel) {

@@ -89,6 +89,32 @@ t.test('without JavaScript the interstitial still moves on (meta refresh)', asyn
   await visit.context.close()
 })
 
+t.test('a tag that loads late: the page still leaves at the one-second deadline', async (t) => {
+  await side.link({ id: 'late-tag', url: side.destination.url('/late-tag'), pixels: [{ platform: 'quora', value: 'PX-late' }] })
+  const visit = await side.open({ viewport: DESKTOP })
+  // The page's clock is Playwright's and stands still unless moved, so the test says when each thing happens.
+  await visit.page.clock.install({ time: 0 })
+  await visit.page.clock.pauseAt(1)
+  let release!: () => void
+  const held = new Promise<void>((resolve) => (release = resolve))
+  await visit.page.route('https://a.quora.com/**', async (route) => {
+    await held
+    await route.fulfill({ status: 200, contentType: 'application/javascript', body: '' })
+  })
+  const tagLoaded = visit.page.waitForEvent('requestfinished', (request) => request.url().startsWith('https://a.quora.com/'))
+  await visit.page.goto(side.short('late-tag'), { waitUntil: 'domcontentloaded' })
+  await visit.page.clock.runFor(900)
+  release()
+  await tagLoaded
+  // The tag's onload runs on the page's own turn, not on a timer: give it a moment of real time.
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  t.equal(visit.page.url(), side.short('late-tag'), 'still on the page at 900 ms')
+  await visit.page.clock.runFor(150)
+  await visit.page.waitForURL(side.destination.url('/late-tag'), { timeout: 5000 })
+  t.pass('at the destination by 1,050 ms, though the tag loaded at 900 ms (the pause after it would end at 1,150)')
+  await visit.context.close()
+})
+
 t.test('GDPR: nothing is requested before Accept; Accept loads the pixels and scripts, then the destination', async (t) => {
   const visit = await side.open()
   const destination = side.destination.url('/consent')
