@@ -4,11 +4,17 @@
  * Its value is `<uniq>.<expiry>.<signature>`: an HMAC-SHA256 with the service's key over the link's uniq, the
  * expiry (seconds since the epoch) and the link's password hash. A new password has a new salt and so a new
  * hash, which voids every cookie given before; the uniq ties it to one link; the expiry is checked here, not
- * only by the browser. It is HttpOnly, SameSite=Lax, Path=/<slug> (sent to that link only) and host-only.
+ * only by the browser. It is HttpOnly, SameSite=Lax and host-only.
+ *
+ * Its name is the link's own, `sl_access_<uniq>`, with Path=/. A path of the slug would scope it to the spelling
+ * the visitor typed: browsers compare cookie paths case by case and undecoded, while slugs match in any case,
+ * so the same link opened as /Secret, or /%53ecret, would ask for the password again.
  */
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto'
 
+/** The cookies' names start with this; the link's uniq follows. */
 export const ACCESS_COOKIE = 'sl_access'
+const cookieName = (link: ProtectedLink) => `${ACCESS_COOKIE}_${link.uniq}`
 export const ACCESS_SECONDS = 24 * 60 * 60
 
 export interface ProtectedLink {
@@ -31,19 +37,20 @@ export class PasswordCookies {
     return createHmac('sha256', this.key).update(`${link.uniq}.${expiry}.${link.passwordHash}`).digest()
   }
 
-  /** The Set-Cookie value for a visitor who gave the right password at `path` (the link's address). */
-  issue(link: ProtectedLink, path: string, secure: boolean): string {
+  /** The Set-Cookie value for a visitor who gave the right password. */
+  issue(link: ProtectedLink, secure: boolean): string {
     const expiry = Math.floor(this.now() / 1000) + ACCESS_SECONDS
     const value = `${link.uniq}.${expiry}.${this.sign(link, expiry).toString('base64url')}`
-    return `${ACCESS_COOKIE}=${value}; Max-Age=${ACCESS_SECONDS}; Path=${path}; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
+    return `${cookieName(link)}=${value}; Max-Age=${ACCESS_SECONDS}; Path=/; HttpOnly; SameSite=Lax${secure ? '; Secure' : ''}`
   }
 
   /** True when the Cookie header holds an unexpired access cookie of this link and its current password. */
   allows(link: ProtectedLink, cookieHeader: string | undefined): boolean {
     if (!cookieHeader) return false
+    const prefix = `${cookieName(link)}=`
     for (const part of cookieHeader.split(';')) {
       const text = part.trim()
-      if (text.startsWith(`${ACCESS_COOKIE}=`) && this.valid(link, text.slice(ACCESS_COOKIE.length + 1))) return true
+      if (text.startsWith(prefix) && this.valid(link, text.slice(prefix.length))) return true
     }
     return false
   }

@@ -174,7 +174,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
         })
       }
       throttle.giveBack(view.uniq, request.ip, decision.ticket)
-      const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, `/${slug}`, request.protocol === 'https')
+      const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, request.protocol === 'https')
       return answerVisit(request, reply, view, { unlocked: true, setCookie })
     },
   )

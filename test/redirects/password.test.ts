@@ -47,7 +47,8 @@ t.test('the right password: 302 onwards with a signed, HttpOnly, SameSite=Lax co
   const expiry = Math.floor(T / 1000) + 86400
   const stored = await first.prisma.link.findUniqueOrThrow({ where: { uniq: created.uniq } })
   const signature = createHmac('sha256', SECRET).update(`${created.uniq}.${expiry}.${stored.passwordHash}`).digest('base64url')
-  t.equal(setCookie, `sl_access=${created.uniq}.${expiry}.${signature}; Max-Age=86400; Path=/right; HttpOnly; SameSite=Lax`)
+  // Named for the link, for the whole short domain: a path would hold only for the slug's spelling typed.
+  t.equal(setCookie, `sl_access_${created.uniq}=${created.uniq}.${expiry}.${signature}; Max-Age=86400; Path=/; HttpOnly; SameSite=Lax`)
 
   const again = await visit(app, '/right', { headers: { cookie: `other=1; ${cookieOf(setCookie)}` } })
   t.equal(again.statusCode, 302, 'the cookie spares the form')
@@ -93,15 +94,20 @@ t.test('a cookie opens its own link only, and only as signed', async (t) => {
   const b = await protectedLink('second-link')
   const cookie = cookieOf((await postPassword(app, '/first-link', 'open sesame')).headers['set-cookie'])
   t.equal((await visit(app, '/second-link', { headers: { cookie } })).statusCode, 200, 'another link asks for its own password')
+  const both = `${cookie}; ${cookieOf((await postPassword(app, '/second-link', 'open sesame')).headers['set-cookie'])}`
+  t.equal((await visit(app, '/first-link', { headers: { cookie: both } })).statusCode, 302, 'two links unlocked: both cookies kept, each opens its own')
+  t.equal((await visit(app, '/SECOND-LINK', { headers: { cookie: both } })).statusCode, 302)
   const [, expiry, signature] = cookie.split('=')[1].split('.')
   const forged = [
-    `sl_access=${b.uniq}.${expiry}.${signature}`,
-    `sl_access=${a.uniq}.${Number(expiry) + 86400}.${signature}`,
+    `sl_access_${b.uniq}=${b.uniq}.${expiry}.${signature}`,
+    `sl_access_${a.uniq}=${b.uniq}.${expiry}.${signature}`,
+    `sl_access_${a.uniq}=${a.uniq}.${Number(expiry) + 86400}.${signature}`,
     // The first character: all six of its bits are the signature's (the last one's low bits are padding).
-    `sl_access=${a.uniq}.${expiry}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`,
-    `sl_access=${a.uniq}.${expiry}`,
-    `sl_access=${a.uniq}.${expiry}.${signature}.x`,
-    'sl_access=',
+    `sl_access_${a.uniq}=${a.uniq}.${expiry}.${signature.startsWith('A') ? 'B' : 'A'}${signature.slice(1)}`,
+    `sl_access_${a.uniq}=${a.uniq}.${expiry}`,
+    `sl_access_${a.uniq}=${a.uniq}.${expiry}.${signature}.x`,
+    `sl_access_${a.uniq}=`,
+    `sl_access=${a.uniq}.${expiry}.${signature}`,
   ]
   for (const value of forged) t.equal((await visit(app, '/first-link', { headers: { cookie: value } })).statusCode, 200, value)
 
@@ -119,7 +125,7 @@ t.test('after the right password the evaluation goes on: a masked link shows its
   const response = await postPassword(app, '/masked-secret', 'open sesame')
   t.match(pageHeaders(response), { status: 200, ...PAGE })
   t.match(response.body, /<iframe src="https:\/\/example\.com\/masked-secret"/)
-  t.match(String(response.headers['set-cookie']), /^sl_access=/)
+  t.match(String(response.headers['set-cookie']), /^sl_access_\d+=/)
 })
 
 t.test('what the form address does with other posts', async (t) => {
