@@ -20,6 +20,9 @@ import {
   uriTooLong,
 } from '../errors/http-errors.js'
 import { replyWithError, sendProblem } from './errors.js'
+import { notFoundPage } from '../redirects/pages/index.js'
+import { sendPage } from '../redirects/respond.js'
+import { requestHost } from '../redirects/short-domains.js'
 
 /**
  * The longest path parameter the router takes (Fastify's default, 100, refused ordinary long domains). A
@@ -57,9 +60,18 @@ export interface HttpTimeouts {
 
 export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000, checkIntervalMs: 1_000 }
 
+/** Whether the request is for a short domain (a visitor's address), once the visitor routes are registered. */
+function onShortDomain(request: FastifyRequest): boolean {
+  const app = request.server
+  return app.hasDecorator('redirects') && app.redirects.domains.has(requestHost(request.hostname))
+}
+
 function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   // These requests skip the app's hooks, so the request id the others carry is set here.
   reply.header('x-request-id', request.id)
+  // A visitor's address that cannot be decoded names no link: the page of a link that does not exist, as for
+  // any other unknown address of a short domain, not an API problem.
+  if (error.code === 'FST_ERR_BAD_URL' && onShortDomain(request)) return sendPage(reply, notFoundPage())
   const known: Record<string, () => AppError> = {
     FST_ERR_BAD_URL: badPercentEncoding,
     FST_ERR_MAX_PARAM_LENGTH: () => uriTooLong(MAX_PARAM_LENGTH),

@@ -58,10 +58,19 @@ t.test('HEAD answers what GET would, without a body', async (t) => {
 })
 
 t.test('on a short domain, anything that is no link is the 404 page', async (t) => {
-  for (const path of ['/unknown', '/', '/a/b', '/not.a.slug', '/with%20space', `/${'x'.repeat(65)}`, `/${'y'.repeat(300)}`, '/v1']) {
+  // Paths that cannot be decoded (a bad escape, bytes that are not UTF-8) included.
+  const paths = ['/unknown', '/', '/a/b', '/not.a.slug', '/with%20space', `/${'x'.repeat(65)}`, `/${'y'.repeat(300)}`, '/v1', '/%zz', '/p%zz', '/%E0%A4%A']
+  for (const path of paths) {
     const response = await visit(app, path)
     t.match(pageHeaders(response), { status: 404, type: 'text/html; charset=utf-8', cacheControl: 'private, no-store', hasCsp: true }, path)
   }
+  const head = await app.inject({ method: 'HEAD', url: '/%zz', headers: { host: 'go.acme.test' } })
+  t.equal(head.statusCode, 404)
+  t.equal(head.body, '', 'HEAD: no body')
+  // Elsewhere the same path is the API's problem, as before.
+  const api = await visit(app, '/%zz', { host: 'api.example.com' })
+  t.equal(api.statusCode, 400)
+  t.equal(json(api).code, 'bad_request')
 })
 
 t.test('on any other host these paths are the API\'s problem+json 404, as before', async (t) => {
