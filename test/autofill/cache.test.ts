@@ -62,8 +62,9 @@ t.test('a Redis that cannot be reached: pages are fetched without the cache, and
     const response = await client(app, token).create({ url: server.url(`/page?no-redis-${query}`) })
     t.equal(response.statusCode, 201)
     t.equal(response.headers['x-autofill'], 'filled')
-    // A bound against a hang (waiting on Redis to come back), loose for a loaded machine: the page answers at once.
-    t.ok(Date.now() - started < 2500, `answered in ${Date.now() - started} ms, not held up by the unreachable Redis`)
+    // A bound against a hang (waiting on Redis to come back), not a speed target: the page answers at once, and each
+    // Redis call gives up after 250 ms, but a loaded machine running the embedded database took 3.4 s once.
+    t.ok(Date.now() - started < 10_000, `answered in ${Date.now() - started} ms, not held up by the unreachable Redis`)
   }
   t.equal(warnings.filter((msg) => /autofill cache unreachable/.test(msg)).length, 1, 'one warning, not one per request')
 })
