@@ -22,7 +22,6 @@ import {
 import { replyWithError, sendProblem } from './errors.js'
 import { notFoundPage } from '../redirects/pages/index.js'
 import { sendPage } from '../redirects/respond.js'
-import { requestHost } from '../redirects/short-domains.js'
 
 /**
  * The longest path parameter the router takes (Fastify's default, 100, refused ordinary long domains). A
@@ -63,7 +62,7 @@ export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_00
 /** Whether the request is for a short domain (a visitor's address), once the visitor routes are registered. */
 function onShortDomain(request: FastifyRequest): boolean {
   const app = request.server
-  return app.hasDecorator('redirects') && app.redirects.domains.has(requestHost(request.hostname))
+  return app.hasDecorator('redirects') && app.redirects.domains.hostOf(request.hostname) !== null
 }
 
 function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {

@@ -19,7 +19,7 @@ import type { RedirectView } from './redirect-view.js'
 import { sendAnswer, sendPage, type AnswerExtras } from './respond.js'
 import { notFoundPage } from './pages/index.js'
 import { quietChildLogger } from './quiet-logger.js'
-import { requestHost } from './short-domains.js'
+import { codePointLength } from '../../schemas/formats.js'
 import type { Visit } from './visits.js'
 
 const SLUG = new RegExp(`^[A-Za-z0-9_-]{1,${LIMITS.slug}}$`)
@@ -48,10 +48,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
   app.setChildLoggerFactory(quietChildLogger)
   const visitorRoute = { logLevel: 'warn', schema: { hide: true }, config: VISITOR_PRESSURE } as const
 
-  const shortHost = (request: FastifyRequest) => {
-    const host = requestHost(request.hostname)
-    return redirects.domains.has(host) ? host : null
-  }
+  const shortHost = (request: FastifyRequest) => redirects.domains.hostOf(request.hostname)
   const notARoute = (reply: FastifyReply) => sendProblem(reply, notFound('route'))
 
   /** Sends the answer of a known (or unknown) link and, once sent, hands a visit that reached its destination on. */
@@ -164,7 +161,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       }
       // scrypt, compared with timingSafeEqual (src/links/password.ts); longer than any stored password is wrong.
       // The limit counts characters as the API's schema does (an emoji is one, though two UTF-16 units).
-      const withinLimit = password.length <= 2 * LIMITS.password && [...password].length <= LIMITS.password
+      const withinLimit = password.length <= 2 * LIMITS.password && codePointLength(password) <= LIMITS.password
       const right = withinLimit && (await verifyPassword(password, view.passwordHash))
       if (!right) {
         counters.wrongPassword++

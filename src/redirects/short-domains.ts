@@ -29,6 +29,12 @@ export class ShortDomains {
     return this.hosts.has(host)
   }
 
+  /** The short domain a request's host name (Fastify's `request.hostname`) names, or null when it names none. */
+  hostOf(hostname: string): string | null {
+    const host = requestHost(hostname)
+    return this.has(host) ? host : null
+  }
+
   /** Reads the domains now (once at a time); a failure keeps the previous set and is tried again later. */
   refresh(): Promise<void> {
     this.refreshing ??= this.read().finally(() => {
