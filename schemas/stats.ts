@@ -73,10 +73,10 @@ const TopList = (description: string) => Type.Array(TopEntry, { description: `${
 const tops = {
   countries: TopList('ISO 3166-1 alpha-2 countries'),
   referrers: TopList('Referrer hosts'),
-  devices: TopList('desktop, mobile, tablet, tv, console, wearable, embedded'),
+  devices: TopList('desktop, mobile, tablet, tv, other (no User-Agent, or one nothing is known of); bots are left out'),
   os: TopList('Operating systems'),
   browsers: TopList('Browsers'),
-  destinations: TopList('Destinations the visitors were sent to'),
+  destinations: TopList("The urls chosen (the link's, a geolocation rule's or a rotator entry's), without the visits' query strings"),
 }
 
 const Totals = Type.Object({ ...counts, bots: Count('Visits by bots and link previews') })
@@ -166,10 +166,10 @@ export const Visit = Type.Object({
   at: Type.String({ format: 'date-time', description: 'When (UTC, milliseconds)' }),
   country: Nullable('ISO 3166-1 alpha-2; null when unknown'),
   referrerHost: Nullable("The referrer's host; null for a direct visit"),
-  device: Type.String({ description: 'desktop, mobile, tablet, tv, console, wearable, embedded or bot' }),
+  device: Type.String({ description: 'desktop, mobile, tablet, tv, bot or other (no User-Agent, or one nothing is known of)' }),
   os: Nullable('null when unknown'),
   browser: Nullable('null when unknown'),
-  destination: Type.String(),
+  destination: Type.String({ description: "The url chosen (the link's, a geolocation rule's or a rotator entry's), without the visit's query string" }),
   reason: Type.String({ description: 'How the destination was chosen: default, geolocation or rotator' }),
   answer: Type.String({ description: 'What the visitor was answered: redirect, masking, interstitial or crawler' }),
   bot: Type.Boolean(),

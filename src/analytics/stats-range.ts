@@ -19,11 +19,22 @@ export interface StatsRange {
   interval: Interval
 }
 
+/**
+ * The instants a range may name. The format allows years 0000 to 9999, but PostgreSQL has no year 0 and reads
+ * no five-digit year as JavaScript writes it, which a bound near the end would become once rounded up to the
+ * hour or moved to its time zone; no visit is older than 1970 either.
+ */
+export const EARLIEST_INSTANT = Date.UTC(1970, 0, 1)
+export const LATEST_INSTANT = Date.UTC(9999, 11, 31)
+
 /** An instant given by the client; the format check lets through what a Date cannot hold (23:59:60). */
 export function parseInstant(value: string | undefined, path: string): Date | undefined {
   if (value === undefined) return undefined
   const instant = new Date(value)
   if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
+  if (instant.getTime() < EARLIEST_INSTANT || instant.getTime() > LATEST_INSTANT) {
+    throw fieldError(path, 'must be between 1970-01-01T00:00:00Z and 9999-12-31T00:00:00Z')
+  }
   return instant
 }
 
@@ -57,7 +68,8 @@ export function parseRange(query: { from?: string; to?: string; timezone?: strin
   const from = floorHour(givenFrom ?? new Date(to.getTime() - DEFAULT_DAYS * DAY))
   if (givenFrom && givenTo && givenFrom.getTime() >= givenTo.getTime()) throw fieldError('/from', 'must be before to')
   if (from.getTime() >= to.getTime()) throw fieldError('/from', 'must be before to')
-  if (to.getTime() - from.getTime() > MAX_RANGE_DAYS * DAY) {
+  // The limit holds for the range as asked; rounding to whole hours may add up to two.
+  if ((givenTo ?? to).getTime() - (givenFrom ?? from).getTime() > MAX_RANGE_DAYS * DAY) {
     throw fieldError(givenFrom ? '/from' : '/to', `must be at most ${MAX_RANGE_DAYS} days from the other end of the range`)
   }
   // A first bound before asking PostgreSQL for the exact buckets: far too many is refused without a query.

@@ -159,11 +159,14 @@ function drawSvg(matrix: QRCode.BitMatrix, options: QrOptions): Buffer {
   return Buffer.from(svg)
 }
 
+/** The modules of a code, encoded but not drawn yet. */
+export type QrMatrix = QRCode.BitMatrix
+
 /**
- * The QR code of `text`; a 400 naming /size when the image would give a module less than a pixel (a long
- * address at a high level with a wide margin does not fit in 64 pixels).
+ * The modules of the QR code of `text`; a 400 naming /size when the image would give a module less than a pixel
+ * (a long address at a high level with a wide margin does not fit in 64 pixels).
  */
-export function renderQr(text: string, options: QrOptions): QrImage {
+export function encodeQr(text: string, options: QrOptions): QrMatrix {
   const matrix = QRCode.create(text, { errorCorrectionLevel: options.level }).modules
   const least = matrix.size + 2 * options.margin
   if (options.size < least) {
@@ -174,6 +177,10 @@ export function renderQr(text: string, options: QrOptions): QrImage {
       },
     ])
   }
+  return matrix
+}
+
+export function drawQr(matrix: QrMatrix, options: QrOptions): QrImage {
   return options.format === 'png'
     ? { contentType: 'image/png', body: drawPng(matrix, options) }
     : { contentType: 'image/svg+xml', body: drawSvg(matrix, options) }

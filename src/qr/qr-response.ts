@@ -1,9 +1,10 @@
 /**
  * How both QR routes answer: the image with its type, Cache-Control and a strong ETag, or a 304 when the client
- * (or a cache in between) already has that image, which then is not drawn at all.
+ * (or a cache in between) already has that image, which then is not drawn at all. A code that cannot be drawn
+ * at the size asked is a 400 before either, so neither a cache nor If-None-Match can turn it into a 304.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { qrEtag, renderQr, type QrOptions } from './qr-code.js'
+import { drawQr, encodeQr, qrEtag, type QrOptions } from './qr-code.js'
 
 /**
  * The public route's images may be kept by browsers and CDNs for 5 minutes: a link's domain and slug never
@@ -26,12 +27,13 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   })
 }
 
-/** The QR code of `shortUrl`, drawn as `options` say (a 400 from renderQr when it cannot be, at that size). */
+/** The QR code of `shortUrl`, drawn as `options` say (a 400 from encodeQr when it cannot be, at that size). */
 export function sendQr(request: FastifyRequest, reply: FastifyReply, shortUrl: string, options: QrOptions, cacheControl: string) {
+  const matrix = encodeQr(shortUrl, options)
   const etag = qrEtag(shortUrl, options)
   reply.header('cache-control', cacheControl).header('etag', etag)
   if (matches(request.headers['if-none-match'], etag)) return reply.code(304).send()
-  const image = renderQr(shortUrl, options)
+  const image = drawQr(matrix, options)
   return reply
     .type(image.contentType)
     .header('content-security-policy', IMAGE_CSP)

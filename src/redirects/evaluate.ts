@@ -14,9 +14,21 @@ export type Answer =
   | { kind: 'gone' }
   | { kind: 'password' }
   | { kind: 'crawler' }
-  | { kind: 'masking'; destination: string; reason: DestinationReason }
-  | { kind: 'interstitial'; destination: string; reason: DestinationReason; appLink: AppLink | null }
-  | { kind: 'redirect'; destination: string; reason: DestinationReason }
+  | ({ kind: 'masking' } & Reached)
+  | ({ kind: 'interstitial'; appLink: AppLink | null } & Reached)
+  | ({ kind: 'redirect' } & Reached)
+
+/** Where a visit that reaches a destination goes. */
+interface Reached {
+  /** The address the visitor is sent to: the chosen url with the visit's query string. */
+  destination: string
+  /**
+   * The url chosen, as the link stores it, without the visit's query: what analytics count (a click id in the
+   * query would make every visit a destination of its own).
+   */
+  chosenUrl: string
+  reason: DestinationReason
+}
 
 export const NOT_FOUND: Answer = { kind: 'not-found' }
 
@@ -38,10 +50,10 @@ export function evaluate(view: RedirectView, facts: VisitFacts, now: number, ran
   if (isCrawler(facts.userAgent)) return { kind: 'crawler' }
   const chosen = chooseDestination(view, facts.country, random)
   const reason = destinationReason(view, facts.country, chosen)
-  const destination = appendVisitQuery(chosen.location, facts.query)
-  if (view.masking) return { kind: 'masking', destination, reason }
+  const reached: Reached = { destination: appendVisitQuery(chosen.location, facts.query), chosenUrl: chosen.url, reason }
+  if (view.masking) return { kind: 'masking', ...reached }
   const os = view.deepLinkingEnable ? phoneOs(facts.userAgent) : null
-  const appLink = os ? appLinkFor(destination, os) : null
-  if (view.pixels.length > 0 || view.scripts.length > 0 || appLink) return { kind: 'interstitial', destination, reason, appLink }
-  return { kind: 'redirect', destination, reason }
+  const appLink = os ? appLinkFor(reached.destination, os) : null
+  if (view.pixels.length > 0 || view.scripts.length > 0 || appLink) return { kind: 'interstitial', ...reached, appLink }
+  return { kind: 'redirect', ...reached }
 }

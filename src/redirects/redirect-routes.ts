@@ -81,7 +81,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
           workspaceId: view.workspaceId,
           domain: view.domain,
           answer: answer.kind,
-          destination: reached ? answer.destination : view.target.url,
+          destination: reached ? answer.chosenUrl : view.target.url,
           reason: reached ? answer.reason : 'default',
           at: redirects.now(),
           country,

@@ -13,7 +13,7 @@ export interface Visit {
   /** The short domain the link is on. */
   domain: string
   answer: 'redirect' | 'masking' | 'interstitial' | 'crawler'
-  /** Where the visitor was sent (a crawler: the link's url). */
+  /** The url chosen for the visitor, without the visit's query string (a crawler: the link's url). */
   destination: string
   /** How the destination was chosen (a crawler: default). */
   reason: DestinationReason

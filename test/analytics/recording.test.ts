@@ -69,7 +69,7 @@ t.test('every kind of visit is recorded with what the analytics need', async (t)
   const byAnswer = (answer: string) => rows.find((row) => row.answer === answer)
   t.match(byAnswer('redirect'), {
     answer: 'redirect',
-    destination: 'https://example.com/plain?utm=1',
+    destination: 'https://example.com/plain', // the url chosen; the visitor was sent on with ?utm=1
     reason: 'default',
     country: 'NL',
     referrerHost: 'news.example',
@@ -105,11 +105,13 @@ t.test('every kind of visit is recorded with what the analytics need', async (t)
 })
 
 t.test('the chosen destination and why: default, geolocation rule, rotator entry', async (t) => {
+  // Each visit brings a click id of its own: counted by the visit's full address, every visit would be a
+  // destination of its own (and a row of its own in each aggregate).
   draw = 0.9 // past the rotator's 50%: the link's own url
-  await visit(app, '/ruled', { headers: { 'cf-ipcountry': 'FR' } })
-  await visit(app, '/ruled', { headers: { 'cf-ipcountry': 'DE' } })
+  t.match((await visit(app, '/ruled?gclid=a1', { headers: { 'cf-ipcountry': 'FR' } })).headers.location, /gclid=a1$/)
+  await visit(app, '/ruled?gclid=b2', { headers: { 'cf-ipcountry': 'DE' } })
   draw = 0.1
-  await visit(app, '/ruled', { headers: { 'cf-ipcountry': 'FR' } })
+  await visit(app, '/ruled?gclid=c3', { headers: { 'cf-ipcountry': 'FR' } })
   await written()
   const rows = await stored(ruled.uniq)
   t.same(

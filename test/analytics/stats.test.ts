@@ -266,6 +266,14 @@ t.test('400s name the parameter', async (t) => {
     [`/v1/links/${l1.uniq}/visits?limit=1001`, '/limit'],
     [`/v1/links/${l1.uniq}/visits?${query({ from: '2026-03-11T00:00:00Z', to: '2026-03-10T00:00:00Z' })}`, '/from'],
     ['/v1/links/abc/stats', '/uniqId'],
+    // Dates at the calendar's ends pass the format; rounded to the hour or moved to a zone they were a 500.
+    [`/v1/links/${l1.uniq}/stats?to=9999-12-31T23:30:00Z`, '/to'],
+    [`/v1/links/${l1.uniq}/stats?${query({ from: '9999-12-31T00:00:00Z', to: '9999-12-31T23:00:00-05:00' })}`, '/to'],
+    [`/v1/links/${l1.uniq}/stats?${query({ from: '0000-01-01T00:00:00Z', to: '0000-01-02T00:00:00Z' })}`, '/to'],
+    [`/v1/links/${l1.uniq}/visits?to=9999-12-31T23:00:00-05:00`, '/to'],
+    [`/v1/links/${l1.uniq}/visits?from=0000-01-01T00:00:00Z`, '/from'],
+    [`/v1/links/${l1.uniq}/visits?cursor=${Buffer.from('{"t":"-300000000000000000","s":"1"}').toString('base64url')}`, '/cursor'],
+    [`/v1/links/${l1.uniq}/visits?cursor=${Buffer.from('{"t":"999999999999999999","s":"1"}').toString('base64url')}`, '/cursor'],
   ]
   for (const [url, path] of cases) {
     const response = await api.get(url)
@@ -284,6 +292,13 @@ t.test('400s name the parameter', async (t) => {
   const exactly = await api.get(`/v1/links/${l1.uniq}/stats?${query({ from: '2026-01-01T00:00:00Z', to: '2026-02-11T16:00:00Z', interval: 'hour' })}`)
   t.equal(exactly.statusCode, 200, 'exactly 1000 hourly buckets')
   t.equal(exactly.json().series.length, 1000)
+  // The 400 days are counted as asked, not after rounding out to whole hours.
+  const longest = await api.get(`/v1/links/${l1.uniq}/stats?${query({ from: '2025-02-10T00:30:00Z', to: '2026-03-17T00:30:00Z', interval: 'month' })}`)
+  t.equal(longest.statusCode, 200, 'exactly 400 days, off the hour')
+  const longer = await api.get(`/v1/links/${l1.uniq}/stats?${query({ from: '2025-02-10T00:30:00Z', to: '2026-03-17T00:30:01Z', interval: 'month' })}`)
+  t.match(longer.json(), { errors: [{ path: '/from', message: /at most 400 days/ }] }, 'a second more')
+  const earliest = await api.get(`/v1/links/${l1.uniq}/visits?from=1970-01-01T00:00:00Z&to=9999-12-31T00:00:00Z`)
+  t.equal(earliest.statusCode, 200, 'the widest range of visits')
 })
 
 t.test("a link's visits: newest first, in pages with neither duplicates nor gaps, even while visits arrive", async (t) => {

@@ -191,6 +191,22 @@ t.test('a size that would give a module less than a pixel is a 400 naming /size'
   t.match(json(response).errors[0].message, /^must be at least \d+ for this link at level H with a margin of 16/)
   const least = Number(/at least (\d+)/.exec(json(response).errors[0].message)![1])
   t.equal((await qr(`?size=${least}&level=H&margin=16&format=png`, long.uniq)).statusCode, 200, 'the size it names is enough')
+
+  // A refusal is no image: nothing may cache it, and no If-None-Match may turn it into a 304.
+  const tooSmall = `/${long.id}/qr?size=64&level=H&margin=16`
+  for (const [route, send] of [
+    ['api', (headers: Record<string, string>) =>
+      app.inject({ url: `/v1/links/${long.uniq}/qr?size=64&level=H&margin=16`, headers: { 'api-authorization': token, ...headers } })],
+    ['public', (headers: Record<string, string>) => visit(app, tooSmall, { headers })],
+  ] as const) {
+    const refused = await send({})
+    t.equal(refused.statusCode, 400, route)
+    t.equal(refused.headers.etag, undefined, `${route}: no ETag`)
+    t.notMatch(String(refused.headers['cache-control'] ?? ''), /max-age=300/, `${route}: not cacheable as an image`)
+    for (const ifNoneMatch of ['*', String(response.headers.etag ?? '"x"')]) {
+      t.equal((await send({ 'if-none-match': ifNoneMatch })).statusCode, 400, `${route}: If-None-Match ${ifNoneMatch}`)
+    }
+  }
 })
 
 t.test('unknown links, other workspaces and missing tokens', async (t) => {
