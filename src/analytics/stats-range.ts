@@ -19,22 +19,30 @@ export interface StatsRange {
   interval: Interval
 }
 
+export interface InstantBounds {
+  earliest: number
+  latest: number
+  /** How the bounds read in a 400. */
+  text: string
+}
+
 /**
- * The instants a range may name. The format allows years 0000 to 9999, but PostgreSQL has no year 0 and reads
- * no five-digit year as JavaScript writes it, which a bound near the end would become once rounded up to the
- * hour or moved to its time zone; no visit is older than 1970 either.
+ * The instants a stats range may name. The format allows years 0000 to 9999 in any offset, but PostgreSQL has no
+ * year 0 and reads no five-digit year as JavaScript writes it, which a bound near the end would become once
+ * rounded up to the hour or moved to its time zone; no visit is older than 1970 either.
  */
-export const EARLIEST_INSTANT = Date.UTC(1970, 0, 1)
-export const LATEST_INSTANT = Date.UTC(9999, 11, 31)
+export const STATS_INSTANTS: InstantBounds = {
+  earliest: Date.UTC(1970, 0, 1),
+  latest: Date.UTC(9999, 11, 31),
+  text: 'between 1970-01-01T00:00:00Z and 9999-12-31T00:00:00Z',
+}
 
 /** An instant given by the client; the format check lets through what a Date cannot hold (23:59:60). */
-export function parseInstant(value: string | undefined, path: string): Date | undefined {
+export function parseInstant(value: string | undefined, path: string, bounds: InstantBounds = STATS_INSTANTS): Date | undefined {
   if (value === undefined) return undefined
   const instant = new Date(value)
   if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
-  if (instant.getTime() < EARLIEST_INSTANT || instant.getTime() > LATEST_INSTANT) {
-    throw fieldError(path, 'must be between 1970-01-01T00:00:00Z and 9999-12-31T00:00:00Z')
-  }
+  if (instant.getTime() < bounds.earliest || instant.getTime() > bounds.latest) throw fieldError(path, `must be ${bounds.text}`)
   return instant
 }
 

@@ -6,7 +6,7 @@
 import { VISITS_LIMIT, type VisitBody, type VisitsRequest } from '../../schemas/stats.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
-import { EARLIEST_INSTANT, LATEST_INSTANT, parseInstant } from './stats-range.js'
+import { parseInstant, STATS_INSTANTS } from './stats-range.js'
 
 interface Position {
   /** "at" in microseconds since the epoch (PostgreSQL's precision), as decimal text. */
@@ -29,7 +29,8 @@ function decodeCursor(cursor: string): Position {
   }
   const digits = (value: unknown) => typeof value === 'string' && /^-?[0-9]{1,18}$/.test(value)
   // A position of a visit lies where visits can: PostgreSQL refuses an instant far outside that.
-  const possibleInstant = (micros: string) => BigInt(micros) >= BigInt(EARLIEST_INSTANT) * 1000n && BigInt(micros) <= BigInt(LATEST_INSTANT) * 1000n
+  const possibleInstant = (micros: string) =>
+    BigInt(micros) >= BigInt(STATS_INSTANTS.earliest) * 1000n && BigInt(micros) <= BigInt(STATS_INSTANTS.latest) * 1000n
   if (!position || !digits(position.t) || !digits(position.s) || !possibleInstant(position.t!)) {
     throw fieldError('/cursor', 'is not the nextCursor of a page of these visits')
   }

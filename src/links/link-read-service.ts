@@ -2,6 +2,7 @@
 import { isRowId } from '../../schemas/formats.js'
 import { LIST_LIMIT, type ListLinksRequest } from '../../schemas/link-list.js'
 import { normalizeHost } from '../config/config.js'
+import { parseInstant, type InstantBounds } from '../analytics/stats-range.js'
 import { fieldError, notFound } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { deleteLinkByUniq, deletePlainLink, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
@@ -31,12 +32,11 @@ export function decodeCursor(cursor: string): number {
   return position
 }
 
-function parseInstant(value: string | undefined, path: string): Date | undefined {
-  if (value === undefined) return undefined
-  // The format check lets through what a Date cannot hold (a leap second, 23:59:60).
-  const instant = new Date(value)
-  if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
-  return instant
+/** As for linkExpiration.end: PostgreSQL has no year 0, and takes no year past 9999 as JavaScript writes it. */
+const LIST_INSTANTS: InstantBounds = {
+  earliest: Date.parse('0001-01-01T00:00:00Z'),
+  latest: Date.parse('9999-12-31T23:59:59.999Z'),
+  text: 'between the years 0001 and 9999 (UTC)',
 }
 
 export async function listLinks(
@@ -52,8 +52,8 @@ export async function listLinks(
   }
   if (query.tag) filter.tagKeys = [...new Set(query.tag.map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
   if (query.q !== undefined) filter.search = query.q
-  filter.createdFrom = parseInstant(query.createdAfter, '/createdAfter')
-  filter.createdBefore = parseInstant(query.createdBefore, '/createdBefore')
+  filter.createdFrom = parseInstant(query.createdAfter, '/createdAfter', LIST_INSTANTS)
+  filter.createdBefore = parseInstant(query.createdBefore, '/createdBefore', LIST_INSTANTS)
 
   // One link more than the page tells whether another page follows, without counting.
   const limit = query.limit ?? LIST_LIMIT.default

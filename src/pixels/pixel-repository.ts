@@ -25,15 +25,29 @@ export function insertPixel(
   return prisma.pixel.create({ data: pixel })
 }
 
-/** Null when the pixel is gone; throws P2002 when the change collides with another pixel of the workspace. */
+/** The links that use the pixel show it in their records: their updatedDate moves too (never backwards). */
+function touchLinksOfPixel(tx: Prisma.TransactionClient, workspaceId: number, id: string) {
+  return tx.$executeRaw`
+    UPDATE "Link" SET "updatedAt" = GREATEST("updatedAt", ${new Date().toISOString()}::timestamp(3))
+    WHERE "workspaceId" = ${workspaceId} AND "uniq" IN (SELECT "linkUniq" FROM "LinkPixel" WHERE "pixelId" = ${id}::uuid)`
+}
+
+/**
+ * Null when the pixel is gone; throws P2002 when the change collides with another pixel of the workspace. The
+ * pixel is written before its links, the order of deletePixel.
+ */
 export async function updatePixel(
   prisma: PrismaClient,
   workspaceId: number,
   id: string,
   changes: { platform?: string; value?: string; title?: string | null },
 ): Promise<StoredPixel | null> {
-  const { count } = await prisma.pixel.updateMany({ where: { id, workspaceId }, data: changes })
-  return count === 0 ? null : findPixel(prisma, workspaceId, id)
+  return inTransaction(prisma, async (tx) => {
+    const { count } = await tx.pixel.updateMany({ where: { id, workspaceId }, data: changes })
+    if (count === 0) return null
+    await touchLinksOfPixel(tx, workspaceId, id)
+    return tx.pixel.findFirst({ where: { id, workspaceId } })
+  })
 }
 
 /**
@@ -48,10 +62,8 @@ export async function deletePixel(prisma: PrismaClient, workspaceId: number, id:
     const locked = await tx.$queryRaw<unknown[]>`
       SELECT 1 FROM "Pixel" WHERE "id" = ${id}::uuid AND "workspaceId" = ${workspaceId} FOR UPDATE`
     if (locked.length === 0) return false
-    // The links' records change (one pixel fewer), so their updatedDate does too (never backwards: see notBefore).
-    await tx.$executeRaw`
-      UPDATE "Link" SET "updatedAt" = GREATEST("updatedAt", ${new Date().toISOString()}::timestamp(3))
-      WHERE "workspaceId" = ${workspaceId} AND "uniq" IN (SELECT "linkUniq" FROM "LinkPixel" WHERE "pixelId" = ${id}::uuid)`
+    // The links' records change (one pixel fewer).
+    await touchLinksOfPixel(tx, workspaceId, id)
     await tx.pixel.delete({ where: { id } })
     return true
   })

@@ -24,20 +24,34 @@ export function pixelId(uuid: string): string {
   return uuid.toLowerCase().replace(/^urn:uuid:/, '')
 }
 
-/** A unique violation on (workspace, platform, value) as the 409 that names the pixel already there. */
-async function conflict(prisma: PrismaClient, workspaceId: number, platform: string, value: string, error: unknown) {
-  if (!isUniqueViolation(error)) return error
-  const existing = await pixels.findPixelByKey(prisma, workspaceId, platform, value)
-  return existing ? pixelExists(platform, value, existing.id) : error
+/**
+ * A write of (workspace, platform, value) that may collide with another pixel of the workspace: the 409 that
+ * names that pixel. A pixel being deleted still holds its key until its transaction ends, and is gone when it is
+ * looked for: the write is then tried again, as the key is free.
+ */
+async function withUniqueKey<T>(
+  prisma: PrismaClient,
+  key: { workspaceId: number; platform: string; value: string },
+  write: () => Promise<T>,
+): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await write()
+    } catch (error) {
+      if (!isUniqueViolation(error)) throw error
+      const existing = await pixels.findPixelByKey(prisma, key.workspaceId, key.platform, key.value)
+      if (existing) throw pixelExists(key.platform, key.value, existing.id)
+      if (attempt >= WRITE_ATTEMPTS) throw error
+    }
+  }
 }
+
+/** Each retry follows a delete that committed meanwhile; three in a row is not a race any more. */
+const WRITE_ATTEMPTS = 3
 
 export async function createPixel(prisma: PrismaClient, caller: Caller, body: CreatePixelRequest) {
   const pixel = { workspaceId: caller.workspaceId, platform: body.platform, value: body.value, title: body.title ?? null }
-  try {
-    return await pixels.insertPixel(prisma, pixel)
-  } catch (error) {
-    throw await conflict(prisma, caller.workspaceId, pixel.platform, pixel.value, error)
-  }
+  return withUniqueKey(prisma, pixel, () => pixels.insertPixel(prisma, pixel))
 }
 
 export async function updatePixel(prisma: PrismaClient, caller: Caller, uuid: string, body: UpdatePixelRequest) {
@@ -45,14 +59,14 @@ export async function updatePixel(prisma: PrismaClient, caller: Caller, uuid: st
   const pixel = await pixels.findPixel(prisma, caller.workspaceId, id)
   if (!pixel) throw notFound('pixel')
   const changes = { platform: body.platform, value: body.value, title: body.title }
-  if (Object.values(changes).every((value) => value === undefined)) return pixel
-  try {
-    const updated = await pixels.updatePixel(prisma, caller.workspaceId, id, changes)
-    if (!updated) throw notFound('pixel')
-    return updated
-  } catch (error) {
-    throw await conflict(prisma, caller.workspaceId, body.platform ?? pixel.platform, body.value ?? pixel.value, error)
+  // Nothing to change: the links that use it keep their updatedDate.
+  if ((Object.keys(changes) as (keyof typeof changes)[]).every((field) => changes[field] === undefined || changes[field] === pixel[field])) {
+    return pixel
   }
+  const key = { workspaceId: caller.workspaceId, platform: body.platform ?? pixel.platform, value: body.value ?? pixel.value }
+  const updated = await withUniqueKey(prisma, key, () => pixels.updatePixel(prisma, caller.workspaceId, id, changes))
+  if (!updated) throw notFound('pixel')
+  return updated
 }
 
 export async function deletePixel(prisma: PrismaClient, caller: Caller, uuid: string) {

@@ -269,11 +269,19 @@ t.test('GET /v1/links filters by creation time: createdAfter inclusive, createdB
     'both, with an offset',
   )
   t.same(ids(await api.get('/v1/links?createdAfter=2026-03-01T00:00:00.001Z')), [])
-  for (const query of ['createdAfter=yesterday', 'createdBefore=2026-01-01', 'createdAfter=2026-12-31T23:59:60Z']) {
+  // The format allows years 0000 to 9999 in any offset; outside 0001–9999 in UTC, PostgreSQL refused them (a 500).
+  const outOfRange = [
+    'createdAfter=0000-01-01T00:00:00Z',
+    `createdBefore=${encodeURIComponent('0001-01-01T00:30:00+01:00')}`,
+    'createdAfter=9999-12-31T23:00:00-02:00',
+  ]
+  for (const query of ['createdAfter=yesterday', 'createdBefore=2026-01-01', 'createdAfter=2026-12-31T23:59:60Z', ...outOfRange]) {
     const response = await api.get(`/v1/links?${query}`)
     t.equal(response.statusCode, 400, query)
     t.same(response.json().errors.map((e: Json) => e.path), [`/${query.split('=')[0]}`])
   }
+  t.match((await api.get(`/v1/links?${outOfRange[0]}`)).json().errors[0].message, /between the years 0001 and 9999/)
+  t.same(ids(await api.get('/v1/links?createdAfter=0001-01-01T00:00:00Z&createdBefore=9999-12-31T23:59:59.999Z')), ['m3', 'm2', 'm1'], 'the widest range')
 })
 
 t.test('GET /v1/links combines every filter, and pages within them', async (t) => {

@@ -79,10 +79,20 @@ t.test('PUT /v1/pixels/{uuid} changes the fields present, and the links follow',
   const { api, token } = await workspace()
   const created = await pixel(api, { platform: 'bing', value: 'B-1', title: 'Bing' })
   const link = await api.link({ url: 'https://example.com/', pixels: [created.id] })
+  const other = await api.link({ url: 'https://example.com/other' })
+  await new Promise((resolve) => setTimeout(resolve, 5))
 
   const retitled = await api.put(`/v1/pixels/${created.id}`, { title: 'Bing ads' })
   t.equal(retitled.statusCode, 200)
   t.same(retitled.json(), { ...created, title: 'Bing ads' })
+  // The record of a link that uses the pixel changed with it (README: a new updatedDate).
+  const followed = (await api.get(`/v1/links/${link.uniq}`)).json()
+  t.same(followed.pixels, [retitled.json()])
+  t.ok(followed.updatedDate > link.updatedDate, 'a link whose pixel changed has a new updatedDate')
+  t.same((await api.get(`/v1/links/${other.uniq}`)).json(), other, 'a link without it is untouched')
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  t.same((await api.put(`/v1/pixels/${created.id}`, { title: 'Bing ads', platform: 'bing' })).json(), retitled.json())
+  t.equal((await api.get(`/v1/links/${link.uniq}`)).json().updatedDate, followed.updatedDate, 'repeating the stored values changes nothing')
   const moved = await api.put(`/v1/pixels/${created.id.toUpperCase()}`, { platform: 'adroll', value: 'AR-1', title: null })
   t.equal(moved.statusCode, 200, 'the id in any case')
   t.same(moved.json(), { ...created, platform: 'adroll', value: 'AR-1', title: null })
@@ -144,6 +154,31 @@ t.test('DELETE /v1/pixels/{uuid}: 204, and the links that used it lose it', asyn
   // The platform and value are free again; a link may name them and gets a new pixel.
   const again = await api.link({ url: 'https://example.com/', pixels: [{ platform: 'twitter', value: 'T-1' }] })
   t.not(again.pixels[0].id, doomed.id)
+})
+
+t.test('a create or change of a pixel racing the delete of the pixel that held its platform and value: never a 500', async (t) => {
+  // The delete locks the pixel and its links before removing it: until it commits, the key looks taken.
+  const { api } = await workspace()
+  const answers: number[] = []
+  for (let round = 0; round < 10; round++) {
+    const holder = await pixel(api, { platform: 'ga', value: `G-${round}` })
+    await api.link({ url: 'https://example.com/', pixels: [holder.id] })
+    const mover = await pixel(api, { platform: 'ga', value: `M-${round}` })
+    const [deleted, moved, created] = await Promise.all([
+      api.delete(`/v1/pixels/${holder.id}`),
+      api.put(`/v1/pixels/${mover.id}`, { value: `G-${round}` }),
+      api.post('/v1/pixels', { platform: 'ga', value: `G-${round}` }),
+    ])
+    t.equal(deleted.statusCode, 204)
+    answers.push(moved.statusCode, created.statusCode)
+    for (const response of [moved, created].filter((response) => response.statusCode === 409)) {
+      t.equal(response.json().code, 'pixel_exists', `round ${round}`)
+    }
+    const holders = (await api.get('/v1/pixels')).json().pixels.filter((p: Json) => p.value === `G-${round}`)
+    const won = [moved, created].filter((response) => response.statusCode < 300).length
+    t.equal(holders.length, won ? 1 : 0, `round ${round}: one pixel holds the key once a write got it`)
+  }
+  t.same(answers.filter((status) => ![200, 201, 409].includes(status)), [], 'only 200, 201 or 409')
 })
 
 t.test('isolation: another workspace cannot see, change, delete or use the pixels', async (t) => {
