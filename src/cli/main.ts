@@ -47,9 +47,15 @@ export function usage(): string {
 /** Runs one command line; returns the exit code. */
 export async function runCli(argv: string[], io: CliIo = process, options: CliOptions = {}): Promise<number> {
   const [name, ...rest] = argv
-  if (name === undefined || HELP.has(name)) {
+  // Asked for, the usage is the result (standard output); without a command it is an error (standard error), which
+  // a script capturing the output must not take for a result.
+  if (name === undefined) {
+    io.stderr.write(usage())
+    return 2
+  }
+  if (HELP.has(name)) {
     io.stdout.write(usage())
-    return name === undefined ? 2 : 0
+    return 0
   }
   try {
     const command = Object.hasOwn(commands, name) ? commands[name] : undefined

@@ -1,5 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox'
+import { parse as parseDotenv } from 'dotenv'
 import envSchema from 'env-schema'
+import ipaddr from 'ipaddr.js'
+import { readFileSync } from 'node:fs'
 import { domainToASCII } from 'node:url'
 
 /** The environment the service reads, with defaults; `.env.example` explains each variable. */
@@ -19,7 +22,8 @@ const EnvSchema = Type.Object({
     default: 'info',
   }),
   TRUST_PROXY: Type.String({ default: 'false' }),
-  COUNTRY_HEADER: Type.String({ minLength: 1, default: 'cf-ipcountry' }),
+  // An HTTP header name (RFC 9110 token): a space or colon would name a header no request can carry.
+  COUNTRY_HEADER: Type.String({ pattern: "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$", default: 'cf-ipcountry' }),
   AUTOFILL_TIMEOUT_MS: Type.Integer({ minimum: 1, maximum: 60000, default: 3000 }),
   AUTOFILL_MAX_BYTES: Type.Integer({ minimum: 1024, maximum: 52428800, default: 1048576 }),
   AUTOFILL_ALLOW_PRIVATE: Type.Boolean({ default: false }),
@@ -111,8 +115,20 @@ function parseTrustProxy(value: string): Config['trustProxy'] {
   if (text === 'false' || text === '') return false
   if (/^\d+$/.test(text)) return Number(text)
   const entries = text.split(',').map((entry) => entry.trim()).filter(Boolean)
-  if (entries.every((entry) => /^[0-9a-f.:]+(\/\d+)?$/.test(entry))) return entries
-  throw new ConfigError(`TRUST_PROXY: "${value}" must be true, false, a hop count or a comma-separated list of addresses`)
+  // The same parser as Fastify's (proxy-addr uses ipaddr.js), so what passes here does not fail at start.
+  const isAddressOrRange = (entry: string) => /^[0-9a-f.:]+(\/\d+)?$/.test(entry) && (ipaddr.isValid(entry) || ipaddr.isValidCIDR(entry))
+  if (entries.every(isAddressOrRange)) return entries
+  throw new ConfigError(`TRUST_PROXY: "${value}" must be true, false, a hop count or a comma-separated list of addresses or CIDR ranges`)
+}
+
+/** A connection string that the drivers can read; its text is not repeated, as it may hold a password. */
+function checkConnectionUrl(variable: string, value: string | undefined): void {
+  if (value === undefined) return
+  try {
+    new URL(value)
+  } catch {
+    throw new ConfigError(`${variable} is not a valid URL (scheme://[user[:password]@]host[:port][/path])`)
+  }
 }
 
 /**
@@ -137,16 +153,44 @@ function parsePublicUrl(value: string | undefined, host: string, port: number): 
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
 }
 
-/** Reads and validates the configuration; throws ConfigError naming the variable at fault. */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  // Empty variables count as unset, as they do in most deployment tools.
-  const data = Object.fromEntries(Object.entries(env).filter(([, value]) => value !== undefined && value !== ''))
+/** The variables of a `.env` file, if there is one; the environment's own values win over them. */
+function readDotenv(path: string): Record<string, string> {
+  try {
+    return parseDotenv(readFileSync(path))
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return {}
+    throw new ConfigError(`Cannot read ${path}: ${(error as Error).message}`)
+  }
+}
+
+const INTEGER_VARIABLES = Object.entries(EnvSchema.properties)
+  .filter(([, schema]) => schema.type === 'integer')
+  .map(([name]) => name)
+
+/**
+ * Reads and validates the configuration; throws ConfigError naming the variable at fault. The process's own
+ * environment reads `.env` too (`dotenv` names another file, for tests).
+ */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { dotenv?: string } = {}): Config {
+  const dotenvPath = options.dotenv ?? (env === process.env ? '.env' : undefined)
+  const merged = { ...(dotenvPath ? readDotenv(dotenvPath) : {}), ...env }
+  // Empty and blank variables count as unset, as they do in most deployment tools, in `.env` as in the environment
+  // (where `VAR=` also overrides a value of `.env`).
+  const data = Object.fromEntries(
+    Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''),
+  )
+  // Numbers in decimal digits only: the schema's coercion would read 0x0BB9 or 1e3 as well.
+  for (const name of INTEGER_VARIABLES) {
+    if (data[name] !== undefined && !/^\s*-?\d+\s*$/.test(data[name])) throw new ConfigError(`Invalid configuration: ${name} must be a whole number`)
+  }
   let parsed: Env
   try {
-    parsed = envSchema<Env>({ schema: EnvSchema, data, env: false, dotenv: env === process.env })
+    parsed = envSchema<Env>({ schema: EnvSchema, data, env: false, dotenv: false })
   } catch (error) {
     throw new ConfigError(`Invalid configuration: ${describeEnvErrors(error as Error)}`)
   }
+  checkConnectionUrl('DATABASE_URL', parsed.DATABASE_URL)
+  checkConnectionUrl('REDIS_URL', parsed.REDIS_URL)
 
   const defaultDomain = parseHost('DEFAULT_DOMAIN', parsed.DEFAULT_DOMAIN)
   const reservedDomains = parsed.RESERVED_DOMAINS.split(',')

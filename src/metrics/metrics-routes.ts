@@ -16,13 +16,18 @@ import { registerServiceMetrics } from './service-metrics.js'
 
 const sha256 = (text: string) => createHash('sha256').update(text).digest()
 
+/** The credentials of `Authorization: Bearer <token>`; the scheme's name is case-insensitive (RFC 9110 11.1). */
+function bearerToken(header: string | undefined): string | undefined {
+  return header === undefined ? undefined : /^\s*bearer\s+(\S+)\s*$/i.exec(header)?.[1]
+}
+
 export default async function metricsRoutes(app: FastifyInstance, options: { metricsToken?: string }) {
   registerServiceMetrics(app.metrics.registry, app, app.overload)
 
-  const expected = options.metricsToken === undefined ? undefined : sha256(`Bearer ${options.metricsToken}`)
+  const expected = options.metricsToken === undefined ? undefined : sha256(options.metricsToken)
   // Digests of equal length, compared in constant time.
   const authorized = (request: FastifyRequest) =>
-    !expected || (typeof request.headers.authorization === 'string' && timingSafeEqual(sha256(request.headers.authorization.trim()), expected))
+    !expected || timingSafeEqual(sha256(bearerToken(request.headers.authorization) ?? ''), expected)
 
   app.get(
     METRICS_PATH,

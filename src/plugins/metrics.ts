@@ -6,7 +6,8 @@
  *
  * - Per request: one onResponse hook per route, added as the route is declared (onRoute), that knows its
  *   method and route pattern already; it reads `reply.elapsedTime` and adds it to its status code's series
- *   (src/metrics/request-durations.ts). Requests no route matches are counted under the route `unmatched`.
+ *   (src/metrics/request-durations.ts). Requests no route matches are counted under the route `unmatched` (a GET
+ *   always matches a visitor route: /:slug or /*).
  * - Everything else is read at scrape time from the counters the service keeps (src/metrics/service-metrics.ts).
  * - Process metrics: prom-client's defaults (CPU, memory, heap, event-loop lag, GC, handles), one set per
  *   process, shared by the apps a test process builds.

@@ -57,6 +57,12 @@ export async function revokeToken(prisma: PrismaClient, tokenOrPrefix: string): 
     : (await prisma.apiToken.findMany({ where: { prefix: { startsWith: text.slice(0, DISPLAY_PREFIX_LENGTH) }, revokedAt: null } })).filter(
         (token) => token.prefix.startsWith(text),
       )
+  if (candidates.length === 0 && text.length > DISPLAY_PREFIX_LENGTH) {
+    // Only the first characters of a token are kept; more of them cannot be checked, short of the whole token.
+    throw new AdminError(
+      `No live token is "${text}": give the whole token, or its prefix of ${DISPLAY_PREFIX_LENGTH} characters as token:list shows it`,
+    )
+  }
   if (candidates.length === 0) throw new AdminError(`No live token matches "${text}"`)
   if (candidates.length > 1) throw new AdminError(`"${text}" matches ${candidates.length} tokens; give more of it`)
   const [token] = candidates

@@ -54,7 +54,8 @@ t.test('help and usage errors', async (t) => {
 
   const none = await run([])
   t.equal(none.code, 2, 'no command: exit 2')
-  t.equal(none.stdout, help.stdout, 'no command: the usage')
+  t.equal(none.stderr, help.stdout, 'no command: the usage, on standard error')
+  t.equal(none.stdout, '', 'nothing a script capturing the result could take for one')
 
   t.same(await run(['token:create', '--help']), {
     code: 0,
@@ -132,6 +133,9 @@ t.test('token:revoke', async (t) => {
 
   fails(t, await cli('token:revoke', byPrefix.slice(0, 11)), 1, /No live token matches/)
   fails(t, await cli('token:revoke', 'sl_00000000'), 1, /No live token matches "sl_00000000"/)
+  // Longer than the prefix kept and not the whole token: what it says past the prefix cannot be checked.
+  fails(t, await cli('token:revoke', untouched.slice(0, 14)), 1, /give the whole token, or its prefix of 11 characters as token:list shows it/)
+  t.equal(await revokedAt(untouched), null, 'not revoked on the strength of its first 11 characters')
   fails(t, await cli('token:revoke', 'sl_'), 1, /at least 6 characters/)
   fails(t, await cli('token:revoke'), 2, /token:revoke: missing <token-or-prefix>/)
 

@@ -75,10 +75,43 @@ t.test('an invalid value stops the start with a message naming the variable', as
     [{ METRICS_TOKEN: 'short' }, /METRICS_TOKEN/],
     [{ OVERLOAD_EVENT_LOOP_DELAY_MS: '-1' }, /OVERLOAD_EVENT_LOOP_DELAY_MS/],
     [{ OVERLOAD_DB_POOL_WAITING: 'many' }, /OVERLOAD_DB_POOL_WAITING/],
+    // Passed the checks before, then failed the start with a stack trace, or read as something else.
+    [{ TRUST_PROXY: '999.1.1.1' }, /TRUST_PROXY/],
+    [{ TRUST_PROXY: '1.2.3.4/99' }, /TRUST_PROXY/],
+    [{ TRUST_PROXY: '::::' }, /TRUST_PROXY/],
+    [{ REDIS_URL: 'redis://x:notaport' }, /REDIS_URL is not a valid URL/],
+    [{ DATABASE_URL: 'postgresql://u:secret@127.0.0.1:notaport/db' }, /DATABASE_URL is not a valid URL/],
+    [{ PORT: '0x0BB9' }, /PORT must be a whole number/],
+    [{ PORT: '1e3' }, /PORT must be a whole number/],
+    [{ AUTOFILL_TIMEOUT_MS: '1.5' }, /AUTOFILL_TIMEOUT_MS/],
+    [{ COUNTRY_HEADER: 'CF IPCountry' }, /COUNTRY_HEADER/],
+    [{ COUNTRY_HEADER: 'x-country:' }, /COUNTRY_HEADER/],
   ]
   for (const [env, message] of cases) {
     t.throws(() => loadConfig(env), { name: 'ConfigError', message }, JSON.stringify(env))
   }
+  t.throws(() => loadConfig({ DATABASE_URL: 'postgresql://u:secret@127.0.0.1:notaport/db' }), { message: /^(?!.*secret)/ }, 'the password is not repeated')
+})
+
+t.test('blank values count as unset, in the environment and in .env alike; the environment wins over .env', async (t) => {
+  const blank = loadConfig({ PORT: ' ', HOST: ' ', OVERLOAD_EVENT_LOOP_DELAY_MS: ' ', OVERLOAD_DB_POOL_WAITING: '\t', VISIT_RETENTION_DAYS: ' ' })
+  t.equal(blank.port, 3000, 'not 0, a random port')
+  t.equal(blank.host, '127.0.0.1')
+  t.same(blank.overload, { eventLoopDelayMs: 1000, dbPoolWaiting: 100 }, 'overload protection not turned off by a blank')
+  t.equal(blank.visitRetentionDays, 400)
+  t.equal(loadConfig({ PORT: ' 8080 ' }).port, 8080, 'spaces around a number')
+  t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1, fd00::/8' }).trustProxy, ['10.0.0.0/8', '::1', 'fd00::/8'])
+
+  const dir = t.testdir({ '.env': 'COOKIE_SECRET=\nMETRICS_TOKEN=   \nREDIS_URL=redis://from-file:6379\nPORT=4000\n' })
+  const fromFile = loadConfig({}, { dotenv: `${dir}/.env` })
+  t.equal(fromFile.cookieSecret, undefined, 'COOKIE_SECRET= in .env is unset (as .env.example has it commented out)')
+  t.equal(fromFile.metricsToken, undefined)
+  t.equal(fromFile.redisUrl, 'redis://from-file:6379')
+  t.equal(fromFile.port, 4000)
+  const overridden = loadConfig({ REDIS_URL: '', PORT: '5000' }, { dotenv: `${dir}/.env` })
+  t.equal(overridden.redisUrl, undefined, 'REDIS_URL= in the environment unsets the value of .env')
+  t.equal(overridden.port, 5000)
+  t.equal(loadConfig({}, { dotenv: `${dir}/missing.env` }).port, 3000, 'no .env: defaults')
 })
 
 t.test('PUBLIC_URL: the servers entry of the OpenAPI document; default the listen address', async (t) => {

@@ -125,13 +125,17 @@ t.test('a slug cannot shadow /metrics: reserved, and answered as metrics on a sh
 t.test('METRICS_TOKEN: only Authorization: Bearer <token> reads the metrics', async (t) => {
   const token = 'a-metrics-token-of-the-scraper'
   const { app } = await buildTestApp(t, { env: { METRICS_TOKEN: token } })
-  for (const authorization of [undefined, `Bearer ${token}x`, token, 'Bearer ', `Basic ${token}`]) {
+  for (const authorization of [undefined, `Bearer ${token}x`, token, 'Bearer ', `Basic ${token}`, `Bearer ${token} ${token}`, `Bearer${token}`]) {
     const response = await app.inject({ url: '/metrics', headers: authorization === undefined ? {} : { authorization } })
     t.equal(response.statusCode, 401, `${authorization}: 401`)
     t.match(response.headers['content-type'], /^application\/problem\+json/)
     t.equal(response.headers['www-authenticate'], 'Bearer realm="metrics"')
     t.match(response.json(), { status: 401, code: 'unauthorized', detail: /METRICS_TOKEN/ })
     t.notMatch(response.body, token)
+  }
+  // The scheme's name is case-insensitive, and any whitespace may separate it from the token (RFC 9110 11.1).
+  for (const authorization of [`bearer ${token}`, `BEARER  ${token}`, ` Bearer\t${token} `]) {
+    t.equal((await app.inject({ url: '/metrics', headers: { authorization } })).statusCode, 200, authorization)
   }
   const metrics = await scrape(app, { authorization: `Bearer ${token}` })
   t.ok(metrics.types.has('http_request_duration_seconds'))

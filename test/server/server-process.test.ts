@@ -91,7 +91,7 @@ t.test('an invalid configuration stops the start with a message naming the varia
   child.stderr.on('data', (chunk) => (output += chunk))
   const [code] = await once(child, 'exit')
   t.equal(code, 1)
-  t.match(output, /PORT must be integer/)
+  t.match(output, /PORT must be a whole number/)
 })
 
 t.test('with DATABASE_URL the server applies migrations to a fresh database and serves', { skip: !process.env.DATABASE_URL && 'DATABASE_URL is not set' }, async (t) => {
