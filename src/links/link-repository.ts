@@ -429,6 +429,37 @@ export async function updateLink(
 }
 
 /**
+ * An update of plain columns in one statement, without reading the link first (see updateWithoutReading in
+ * link-service.ts): the columns are set, and updatedDate moves only when one of them differs from what was stored
+ * (an update that repeats the stored values changes nothing, contract section 7). `domain` and `slugKey`, when
+ * given, must match too (a body may repeat the link's own). Null when no link of the workspace matches.
+ */
+export async function updateLinkColumns(
+  database: Database,
+  where: { uniq: number; workspaceId: number; domain?: string; slugKey?: string },
+  changes: Partial<LinkSettings>,
+): Promise<StoredLink | null> {
+  return linkWriters(database.prisma).run(where.uniq, TRANSACTION_OPTIONS.timeout, async () => {
+    const params: unknown[] = [where.uniq, where.workspaceId]
+    const values = sqlValues(columns(changes) as Record<string, unknown>, params)
+    const conditions = ['l."uniq" = $1', 'l."workspaceId" = $2']
+    if (where.domain !== undefined) conditions.push(`l."domain" = $${params.push(where.domain)}`)
+    if (where.slugKey !== undefined) conditions.push(`l."slugKey" = $${params.push(where.slugKey)}`)
+    const now = `$${params.push(new Date().toISOString())}::timestamp(3)`
+    const changed = values.map((value) => `l.${value.name} IS DISTINCT FROM ${value.placeholder}`).join(' OR ')
+    const [row] = await database.sql<LinkRow>(
+      `UPDATE "Link" AS l SET ${values.map((value) => `${value.name} = ${value.placeholder}`).join(', ')},
+         "updatedAt" = CASE WHEN ${changed} THEN GREATEST(${now}, l."updatedAt") ELSE l."updatedAt" END
+       WHERE ${conditions.join(' AND ')}
+       RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
+      params,
+      'prepared',
+    )
+    return row ? toStoredLink(row) : null
+  })
+}
+
+/**
  * A plain update of the link's tags or folder: the same UPDATE, in a transaction that holds the rollup's row and
  * moves the link's history between its groups, old ones as locked here (group-history.ts).
  */

@@ -8,11 +8,11 @@ import { isUniqueViolation, violatedForeignKey } from '../db/errors.js'
 import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
 import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
 import { changesNothing } from './unchanged.js'
-import { fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
+import { AppError, fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
-import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, type StoredLink } from './link-repository.js'
+import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, updateLinkColumns, type StoredLink } from './link-repository.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
 export interface LinkServiceContext {
@@ -133,6 +133,50 @@ function refuseIdentityChange(link: StoredLink, patch: LinkPatchBody): void {
   }
 }
 
+/**
+ * The fields of a patch that are columns of the link's own row, merged without knowing what is stored: not the
+ * password (it may keep the stored hash), pixels and scripts (rows of their own), tags and folder (they move the
+ * link's history between groups); `domain` and `id` may be repeated and are then matched.
+ */
+const ONE_STATEMENT_FIELDS: ReadonlySet<string> = new Set<keyof LinkPatchBody>([
+  'url', 'title', 'description', 'image', 'favicon', 'note', 'showGDPR', 'deepLinkingEnable', 'linkScriptEnable', 'masking',
+  'extraOptionsGeolocations', 'extraOptionsLinkRotator', 'linkExpiration', 'domain', 'id',
+])
+
+/**
+ * The common update (a client changes a title or a url, autofill off, by uniq) as one UPDATE, without reading the
+ * link first: the read cost as much as the write. Null whenever the full path must decide: no such link, another
+ * domain or id in the body (its 404 or 400), a 400 of the fields (after the 404 there, as always), or fields this
+ * path does not write.
+ */
+async function updateWithoutReading(
+  context: LinkServiceContext,
+  caller: Caller,
+  locator: LinkLocator,
+  request: UpdateLinkRequest,
+  admit: Admit,
+): Promise<LinkWrite | null> {
+  const patch = request.link
+  if (request.autofill !== false || !('uniq' in locator) || !isRowId(locator.uniq)) return null
+  if (!Object.keys(patch).every((field) => ONE_STATEMENT_FIELDS.has(field))) return null
+  const domain = patch.domain === undefined ? undefined : normalizeHost(patch.domain)
+  if (patch.domain !== undefined && !domain) return null
+  let changes: Partial<LinkSettings>
+  try {
+    changes = await parseLinkInput(patch, { ...context, workspaceId: caller.workspaceId })
+  } catch (error) {
+    if (error instanceof AppError && error.status === 400) return null
+    throw error
+  }
+  if (Object.keys(changes).length === 0) return null
+  await admit()
+  const where = { uniq: locator.uniq, workspaceId: caller.workspaceId, domain, slugKey: patch.id === undefined ? undefined : slugKey(patch.id) }
+  const link = await updateLinkColumns(context.database, where, changes)
+  if (!link) return null
+  context.onChange?.([link])
+  return { link, autofill: SKIPPED }
+}
+
 /** Merges the fields present in the request into the stored link (contract section 7). */
 export async function updateLinkFields(
   context: LinkServiceContext,
@@ -141,6 +185,8 @@ export async function updateLinkFields(
   request: UpdateLinkRequest,
   admit: Admit,
 ): Promise<LinkWrite> {
+  const written = await updateWithoutReading(context, caller, locator, request, admit)
+  if (written) return written
   const link = await findLink(context, caller, locator)
   refuseIdentityChange(link, request.link)
   const changes = await parseLinkInput(request.link, {

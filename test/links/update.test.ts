@@ -2,7 +2,7 @@
 import t from 'tap'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
 
-const { app, prisma } = await buildTestApp(t)
+const { app, prisma, database } = await buildTestApp(t)
 const token = await createWorkspaceToken(prisma, { workspace: 'upd', defaultDomain: 'go.upd.test' })
 const api = client(app, token)
 
@@ -239,4 +239,64 @@ t.test('the update redirect-loop check covers the new destination', async (t) =>
   const response = await api.update(link.uniq, { url: 'https://go.upd.test/other' })
   t.equal(response.statusCode, 400)
   t.equal(response.json().code, 'redirect_loop')
+})
+
+t.test('autofill off, by uniq: the fields of the row in one UPDATE, with the answers of the full path', async (t) => {
+  const link = await newLink({ extraOptionsLinkRotator: [{ url: 'https://example.com/b', value: 30 }] })
+  // What the update sends: the database's statements that name the links' table, and its transactions.
+  const sent: string[] = []
+  const { sql, transaction } = database
+  database.sql = (text, params, prepared) => {
+    if (text.includes('"Link"')) sent.push(text.trim().split(/\s+/).slice(0, 3).join(' '))
+    return sql(text, params, prepared)
+  }
+  database.transaction = (work) => {
+    sent.push('transaction')
+    return transaction(work)
+  }
+  t.teardown(() => Object.assign(database, { sql, transaction }))
+  const off = { autofill: false }
+
+  const changes = {
+    url: 'https://example.com/moved', title: 'One statement', description: null, note: 'n', image: '', showGDPR: true, masking: true,
+    extraOptionsGeolocations: [{ url: 'https://example.fr/', value: 'fr' }], extraOptionsLinkRotator: [],
+    linkExpiration: { ...link.linkExpiration, url: null }, domain: 'Go.Upd.Test', id: link.id.toUpperCase(),
+  }
+  const response = await api.update(link.uniq, changes, off)
+  t.equal(response.statusCode, 200)
+  t.same(sent.splice(0), ['UPDATE "Link" AS'], 'the UPDATE alone')
+  const updated = response.json()
+  t.same(updated, {
+    ...link,
+    url: 'https://example.com/moved', title: 'One statement', description: null, note: 'n', image: null, showGDPR: true, masking: true,
+    extraOptionsGeolocations: [{ url: 'https://example.fr/', value: 'FR' }], extraOptionsLinkRotator: [],
+    linkExpiration: { ...link.linkExpiration, url: null }, updatedDate: updated.updatedDate,
+  })
+  t.ok(updated.updatedDate > link.updatedDate, 'a new updatedDate')
+  const read = () => app.inject({ url: `/v1/links/${link.uniq}`, headers: { 'api-authorization': token } })
+  t.same((await read()).json(), updated, 'stored as answered')
+
+  await new Promise((resolve) => setTimeout(resolve, 5))
+  const repeated = await api.update(link.uniq, { title: 'One statement', masking: true, extraOptionsLinkRotator: [] }, off)
+  t.same(repeated.json(), updated, 'repeating the stored values: the same record, updatedDate included')
+  sent.length = 0
+
+  // Whatever the UPDATE cannot decide alone goes the full way, with its answers.
+  const unknown = await api.update(987655, { title: 'x' }, off)
+  t.equal(unknown.statusCode, 404)
+  const otherId = await api.update(link.uniq, { id: 'renamed', title: 'x' }, off)
+  t.same([otherId.statusCode, otherId.json().errors[0].path], [400, '/link/id'])
+  const otherDomain = await api.update(link.uniq, { domain: 'elsewhere.test', title: 'x' }, off)
+  t.same([otherDomain.statusCode, otherDomain.json().errors[0].path], [400, '/link/domain'])
+  const heavy = { extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: 60 }, { url: 'https://example.com/b', value: 60 }] }
+  t.equal((await api.update(987655, heavy, off)).statusCode, 404, 'an unknown link is a 404 before its fields are a 400')
+  t.equal((await api.update(link.uniq, heavy, off)).statusCode, 400)
+  const otherToken = await createWorkspaceToken(prisma, { workspace: 'upd-other', defaultDomain: 'go.upd-other.test' })
+  t.equal((await client(app, otherToken).update(link.uniq, { title: 'stolen' }, off)).statusCode, 404, "another workspace's link")
+  t.same((await read()).json(), updated, 'none of these changed it')
+
+  // Fields of other rows, or that need the stored link, take the full path.
+  sent.length = 0
+  t.equal((await api.update(link.uniq, { tags: ['t'] }, off)).statusCode, 200)
+  t.not(sent[0], 'UPDATE "Link" AS', 'tags: read first')
 })
