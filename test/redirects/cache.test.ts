@@ -4,6 +4,7 @@
  * on every other instance through Redis pub/sub (two apps on one database and one Redis).
  */
 import t from 'tap'
+import { Redis } from 'ioredis'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { RedirectCache } from '../../src/redirects/redirect-cache.js'
 import { batchedViewReader, cacheKey, type RedirectView } from '../../src/redirects/redirect-view.js'
@@ -168,6 +169,26 @@ t.test('two instances on one Redis: an update or delete on one is served fresh b
   t.equal(changed.statusCode, 200)
   const newContent = await within(1000, async () => /window\.version = 2/.test((await visit(b.app, '/scripted-shared')).body))
   t.not(newContent, null, `B serves the script's new content (after ${newContent} ms)`)
+})
+
+t.test('the links changed in one turn of the event loop go to the other instances in one message', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
+  const keyPrefix = redisKeyPrefix(t)
+  const { app: sender } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, redirects: { keyPrefix } })
+  const listener = new Redis(REDIS_URL!)
+  t.teardown(() => listener.quit())
+  const messages: { keys?: string[]; from?: string }[] = []
+  listener.on('message', (_channel: string, text: string) => messages.push(JSON.parse(text)))
+  await listener.subscribe(`${keyPrefix}redirects:changes`)
+
+  for (const slug of ['one', 'Two', 'three']) sender.redirects.linksChanged([{ domain: 'go.acme.test', slug }])
+  await sleep(0)
+  sender.redirects.linksChanged([{ domain: 'go.acme.test', slug: 'later' }])
+  t.not(await within(2000, async () => messages.length >= 2), null, 'both messages arrived')
+  await sleep(50)
+  t.same(messages.map((message) => message.keys), [
+    ['go.acme.test/one', 'go.acme.test/two', 'go.acme.test/three'],
+    ['go.acme.test/later'],
+  ])
 })
 
 t.test('while the change channel is down, nothing cached is trusted for more than a second', async (t) => {
