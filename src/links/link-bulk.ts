@@ -25,7 +25,7 @@ import type { Caller } from '../plugins/auth.js'
 import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
 import type { BulkReservation } from '../plugins/rate-limits.js'
 import { resolveLinkDomain } from './domains.js'
-import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
+import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
 import { insertPlainLinks, isPlainLink, type StoredLink } from './link-repository.js'
 import { folderGone, insertWithSlug, type LinkServiceContext } from './link-service.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
@@ -36,6 +36,8 @@ const linkValidator = () => (validateOne ??= compileBodyValidator(Type.Object({ 
 
 /** Autofill fetches under way at once for one request. */
 const AUTOFILL_CONCURRENCY = 8
+/** New passwords hashed at once for one request (scrypt runs on libuv's pool of four threads). */
+const PASSWORD_HASH_CONCURRENCY = 2
 
 export type BulkItemResult = { status: 201; link: StoredLink } | { status: number; problem: ProblemBody }
 
@@ -112,6 +114,10 @@ export async function createLinks(
 
   let created = 0
   try {
+    // Two at a time: libuv's other threads stay free for the visitors' password checks (hashNewPassword).
+    for (let start = 0; start < admitted.length; start += PASSWORD_HASH_CONCURRENCY) {
+      await Promise.all(admitted.slice(start, start + PASSWORD_HASH_CONCURRENCY).map((item) => hashNewPassword(item.settings, item.link)))
+    }
     // Outside any transaction, a few at a time: each fetch may take the whole AUTOFILL_TIMEOUT_MS.
     if (request.autofill !== false) {
       for (let start = 0; start < admitted.length; start += AUTOFILL_CONCURRENCY) {

@@ -11,7 +11,7 @@ import { changesNothing } from './unchanged.js'
 import { AppError, fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { resolveLinkDomain } from './domains.js'
-import { DEFAULT_SETTINGS, parseLinkInput, type LinkSettings } from './link-input.js'
+import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
 import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, updateLinkColumns, type StoredLink } from './link-repository.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
@@ -58,6 +58,7 @@ export async function createLink(
   if (request.autofill !== false && link.id !== undefined && (await slugInUse(context.database, domain, link.id))) {
     throw slugTaken(domain, link.id)
   }
+  await hashNewPassword(settings, link)
   // Outside any transaction: a fetch may take the whole AUTOFILL_TIMEOUT_MS.
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(settings.url, settings)
   Object.assign(settings, autofill.filled)
@@ -196,6 +197,7 @@ export async function updateLinkFields(
   })
   // Even an update that changes nothing is a successful update: it is admitted (and counted) like any other.
   await admit()
+  await hashNewPassword(changes, request.link)
   // An empty `link` returns the link unchanged (contract section 7), and so does one that only repeats what is
   // stored: autofill does not run, and updatedDate stays.
   if (changesNothing(link, changes)) return { link, autofill: SKIPPED }

@@ -13,8 +13,12 @@ function derive(password: string, salt: Buffer, options: ScryptOptions): Promise
   )
 }
 
+/** New passwords hashed since start (tests check that a refused request hashes none). */
+export const passwordHashes = { count: 0 }
+
 /** A self-describing salted hash: scrypt$N$r$p$salt$key (base64url). */
 export async function hashPassword(password: string): Promise<string> {
+  passwordHashes.count++
   const salt = randomBytes(16)
   const key = await derive(password, salt, PARAMETERS)
   const { N, r, p } = PARAMETERS

@@ -1,6 +1,7 @@
 /** POST /v1/links/bulk: one result per link in order, per-link problems, the create quota per link. */
 import t from 'tap'
 import { randomBytes } from 'node:crypto'
+import { passwordHashes } from '../../src/links/password.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
 
@@ -128,3 +129,32 @@ t.test(`each created link counts against the create quota; what does not fit is 
   t.equal(await prisma.link.count({ where: { workspace: { name: `bulk3${store}` } } }), 4, 'never more than the quota')
 })
 }
+
+t.test('a new password is hashed only for a link that is stored: refused creates and batches cost no scrypt', async (t) => {
+  // scrypt is slow on purpose (tens of ms and 32 MiB on one of libuv's four threads, which visitors' password
+  // checks share), and a refused request counts against no quota: it must not buy any.
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulkpw', defaultDomain: 'go.bulkpw.test' })
+  await setLimits(prisma, { workspace: 'bulkpw', hour: 1 }) // the one link stored below fills it
+  const secret = { passwordProtect: { enable: true, password: 'a long secret' } }
+  const send = (links: Record<string, unknown>[]) => bulk(token, { autofill: false, links })
+  const create = (link: Record<string, unknown>) =>
+    app.inject({
+      method: 'POST', url: '/v1/links/create',
+      headers: { 'api-authorization': token, 'content-type': 'application/json' },
+      payload: JSON.stringify({ autofill: false, link }),
+    })
+  const hashed = async (work: () => Promise<unknown>) => {
+    const before = passwordHashes.count
+    await work()
+    return passwordHashes.count - before
+  }
+
+  const foreign = Array.from({ length: 100 }, (_, i) => ({ url: `https://example.com/${i}`, domain: 'nope.test', ...secret }))
+  t.equal(await hashed(async () => t.same(json(await send(foreign)).results.map((r: { status: number }) => r.status), foreign.map(() => 403))), 0, 'a domain not allowed')
+  t.equal(await hashed(async () => t.equal(json(await send([{ url: 'https://example.com/', id: 'v1', ...secret }])).results[0].status, 400)), 0, 'a reserved slug')
+  t.equal(await hashed(async () => t.equal((await create({ url: 'https://example.com/', domain: 'nope.test', ...secret })).statusCode, 403)), 0, 'a single create')
+
+  t.equal(await hashed(async () => t.equal(json(await send([{ url: 'https://example.com/ok', ...secret }])).results[0].status, 201)), 1, 'a stored link: one hash')
+  t.equal(await hashed(async () => t.same(json(await send([{ url: 'https://example.com/a', ...secret }])).results[0].status, 429)), 0, 'over the quota: a batch')
+  t.equal(await hashed(async () => t.equal((await create({ url: 'https://example.com/b', ...secret })).statusCode, 429)), 0, 'over the quota: a create')
+})
