@@ -47,7 +47,8 @@ export function isHttpUrl(value: string): boolean {
 
 /** An officially assigned ISO 3166-1 alpha-2 code, in either case. */
 export function isCountryCode(value: string): boolean {
-  return value.length === 2 && COUNTRY_CODES.has(value.toUpperCase())
+  // ASCII letters only: "ıt" (dotless i) and "ſe" (long s) are upper-cased to IT and SE.
+  return /^[A-Za-z]{2}$/.test(value) && COUNTRY_CODES.has(value.toUpperCase())
 }
 
 export const customFormats = {

@@ -20,6 +20,9 @@ export const PLATFORMS = [
   'adwords',
 ] as const
 
+/** The characters of a slug (contract section 4). */
+export const SLUG_PATTERN = '^[A-Za-z0-9_-]+$'
+
 export const LIMITS = {
   slug: 64,
   title: 512,
@@ -132,7 +135,7 @@ const linkFields = {
   id: Type.String({
     minLength: 1,
     maxLength: LIMITS.slug,
-    pattern: '^[A-Za-z0-9_-]+$',
+    pattern: SLUG_PATTERN,
     description: 'Slug: the link is <domain>/<id>. Generated when omitted. Unique per domain regardless of case',
     examples: ['summer'],
   }),

@@ -97,6 +97,8 @@ function describeEnvErrors(error: Error & { errors?: EnvSchemaError[] }): string
 
 /** Lower-case ASCII (punycode) form of a host name, or undefined when it is not a valid host name. */
 export function normalizeHost(input: string): string | undefined {
+  // domainToASCII reads a URL's host: it would cut "go.brand.com/x" or "go.brand.com?x" down to go.brand.com.
+  if (/[/?#\\@%\s]/.test(input.trim())) return undefined
   const ascii = domainToASCII(input.trim().toLowerCase().replace(/\.$/, ''))
   if (!ascii || ascii.length > 253 || !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(ascii)) return undefined
   if (ascii.split('.').some((label) => label.length > 63 || label.startsWith('-') || label.endsWith('-'))) return undefined

@@ -1,6 +1,6 @@
 /** Create and update: the rules of contract sections 4, 5 and 7 around the repository. */
 import { isRowId } from '../../schemas/formats.js'
-import type { CreateLinkRequest, LinkPatchBody, UpdateLinkRequest } from '../../schemas/link.js'
+import { SLUG_PATTERN, type CreateLinkRequest, type LinkPatchBody, type UpdateLinkRequest } from '../../schemas/link.js'
 import type { Config } from '../config/config.js'
 import { normalizeHost } from '../config/config.js'
 import type { Database, PrismaClient } from '../db/database.js'
@@ -112,8 +112,11 @@ export type LinkLocator = { uniq: number } | { domain: string; slug: string }
 export function storedLocator(locator: LinkLocator): LinkLocator | null {
   if ('uniq' in locator) return isRowId(locator.uniq) ? locator : null
   const domain = normalizeHost(locator.domain)
-  return domain ? { domain, slug: locator.slug } : null
+  // A slug of other characters names no link; matched in any case, it could be another's (K, the Kelvin sign, is k).
+  return domain && SLUG.test(locator.slug) ? { domain, slug: locator.slug } : null
 }
+
+const SLUG = new RegExp(SLUG_PATTERN)
 
 export async function findLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<StoredLink> {
   const where = storedLocator(locator)

@@ -37,6 +37,8 @@ export function toAppError(error: FastifyError | Error, bodyLimit = BODY_LIMIT):
   }
   // Fastify's JSON parser reports malformed input as a SyntaxError carrying status 400.
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return invalidJson(error.message)
+  // Any other refusal of Fastify's own of a request it cannot handle (a QUERY without Content-Type): the client's.
+  if (fastifyError.code?.startsWith('FST_ERR_') && fastifyError.statusCode === 400) return badRequest(fastifyError.message)
   if (error instanceof OutcomeUnknownError) return writeOutcomeUnknown()
   if (isDatabaseUnavailable(error)) return unavailable()
   // Contention that outlasted the retries of src/db/transaction.ts, or a pool that could not serve in time.

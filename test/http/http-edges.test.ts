@@ -138,6 +138,9 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
     assertProblem(t, await send('GET', '/v1/nothing-here'), 404, 'not_found')
     assertProblem(t, await send('PATCH', '/v1/links/1', { body: '{}', headers: { 'content-type': 'application/json' } }), 404, 'not_found')
     assertProblem(t, await send('OPTIONS', '/v1/links/create'), 404, 'not_found')
+    // QUERY (a method with a body, to Fastify) without a Content-Type was Fastify's 400 turned into a 500.
+    for (const path of ['/healthz', '/v1/links', '/anything']) assertProblem(t, await send('QUERY', path), 400, 'bad_request')
+    assertProblem(t, await send('QUERY', '/healthz', { body: '{}', headers: { 'content-type': 'application/json' } }), 404, 'not_found')
   })
 
   t.test('a body on a DELETE is read like any body: 413, 415, 400 invalid_json; a GET ignores its body', async (t) => {

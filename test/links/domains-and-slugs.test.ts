@@ -58,6 +58,32 @@ t.test('domains are compared lower-case and internationalised names stored as pu
   const invalid = await brand.create({ url, domain: 'not a host!' })
   t.equal(invalid.statusCode, 400)
   t.equal(invalid.json().errors[0].path, '/link/domain')
+  // A URL's host reader would cut these down to links.brand.test: a path, query or fragment is no host name.
+  const before = await prisma.link.count()
+  for (const domain of ['links.brand.test/', 'links.brand.test/evil', 'links.brand.test?x', 'links.brand.test#x', 'user@links.brand.test']) {
+    const response = await brand.create({ url, domain })
+    t.equal(response.statusCode, 400, domain)
+    t.equal(response.json().errors[0].path, '/link/domain', domain)
+  }
+  t.equal(await prisma.link.count(), before, 'none stored')
+})
+
+t.test('the by-domain routes name a slug of the slug characters only: the Kelvin sign is no k', async (t) => {
+  const kept = await brand.create({ url, domain: 'links.brand.test', id: 'kept' })
+  t.equal(kept.statusCode, 201)
+  const headers = { 'api-authorization': brandToken, 'content-type': 'application/json' }
+  // U+212A KELVIN SIGN lower-cases to an ASCII k: matched in any case, it reached the link "kept".
+  const kelvin = `/v1/links/by-domain/links.brand.test/${encodeURIComponent('\u212Aept')}`
+  for (const [method, path, payload] of [
+    ['GET', kelvin, undefined], ['GET', `${kelvin}/qr`, undefined], ['GET', `${kelvin}/stats`, undefined],
+    ['PUT', kelvin, JSON.stringify({ link: { title: 'hijacked' } })], ['DELETE', kelvin, undefined],
+  ] as const) {
+    const response = await app.inject({ method, url: path, headers, payload })
+    t.equal(response.statusCode, 404, `${method} ${path}`)
+  }
+  const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: kept.json().uniq } })
+  t.equal(stored.title, null, 'neither changed')
+  t.equal((await app.inject({ url: '/v1/links/by-domain/links.brand.test/KEPT', headers })).statusCode, 200, 'ASCII case still matches')
 })
 
 t.test('slugs are unique per domain regardless of case; 409 slug_taken and nothing stored', async (t) => {
