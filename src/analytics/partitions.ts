@@ -66,8 +66,8 @@ export async function createPartitionsAhead(prisma: PrismaClient, now: Date): Pr
 }
 
 /**
- * Drops the partitions whose every visit is older than `retentionDays`, deletes aggregates older than that (from a whole UTC day) and
- * seen-today rows older than yesterday. Returns the partitions dropped.
+ * Drops the partitions whose every visit is older than `retentionDays`, deletes aggregates older than that (from a whole UTC day),
+ * seen-today rows older than yesterday and the ids of batches stored over a day ago. Returns the partitions dropped.
  */
 export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays: number): Promise<string[]> {
   const cutoff = new Date(now.getTime() - retentionDays * 86_400_000)
@@ -91,5 +91,6 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
   }
   const yesterday = new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10)
   await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, yesterday)
+  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."VisitBatch" WHERE "storedAt" < $1::timestamptz`, new Date(now.getTime() - 86_400_000).toISOString())
   return expired
 }

@@ -6,10 +6,12 @@
  *
  * The buffer is bounded: when the database is slow or down, visits beyond the bound are dropped and counted,
  * never making a visitor wait. A batch that fails is kept and tried again at the next tick (within the same
- * bound). Closing (SIGTERM) writes what is buffered. A crash loses what was buffered since the last write: at
+ * bound), as the same batch under the same id: one whose COMMIT went through unbeknown to us is then not stored
+ * twice (visit-store.ts). Closing (SIGTERM) writes what is buffered. A crash loses what was buffered since the last write: at
  * most a second of visits, or the whole buffer while the database is down.
  */
 import type { FastifyBaseLogger } from 'fastify'
+import { randomUUID } from 'node:crypto'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Visit, VisitRecorder } from '../redirects/visits.js'
 import { userAgentFacts, type UserAgentFacts } from './user-agent.js'
@@ -17,6 +19,9 @@ import type { VisitRow } from './visit-store.js'
 import { visitorHash, type VisitorKeys } from './visitor-key.js'
 
 const DAY_MS = 86_400_000
+
+/** A pause that does not keep the process alive (closing must not outlast its writes). */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
 /** User-Agent headers shared between buffered visits (see record): how many, and up to what length. */
 const MAX_SHARED_USER_AGENTS = 5000
 const MAX_SHARED_USER_AGENT = 512
@@ -58,6 +63,8 @@ export function referrerHost(referrer: string | undefined): string | null {
 
 export class BufferedVisitRecorder implements VisitRecorder {
   private buffer: Visit[] = []
+  /** The batch being written, taken off the buffer: until it is stored it is tried again as it is. */
+  private batch: { id: string; visits: Visit[] } | null = null
   private readonly userAgents = new Map<string, string>()
   private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
@@ -68,7 +75,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
   readonly counts = { recorded: 0, stored: 0, dropped: 0, failedBatches: 0 }
 
   constructor(
-    private readonly store: (rows: VisitRow[]) => Promise<void>,
+    private readonly store: (rows: VisitRow[], batchId: string) => Promise<void>,
     private readonly keys: VisitorKeys,
     private readonly log: FastifyBaseLogger,
     options: VisitBufferOptions = {},
@@ -78,8 +85,13 @@ export class BufferedVisitRecorder implements VisitRecorder {
     this.batchSize = options.batchSize ?? 20_000
   }
 
+  /** Visits recorded and not stored yet: the buffer and the batch being written. */
+  private get held(): number {
+    return this.buffer.length + (this.batch?.visits.length ?? 0)
+  }
+
   record(visit: Visit): void {
-    if (this.buffer.length >= this.maxBuffered) {
+    if (this.held >= this.maxBuffered) {
       this.counts.dropped++
       return
     }
@@ -101,7 +113,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
   }
 
   stats(): VisitRecorderStats {
-    return { ...this.counts, buffered: this.buffer.length }
+    return { ...this.counts, buffered: this.held }
   }
 
   /** Starts the periodic writes. */
@@ -118,34 +130,36 @@ export class BufferedVisitRecorder implements VisitRecorder {
     return this.writing
   }
 
-  /** Stops the timer and writes what is buffered, giving up after `deadlineMs` (the database may be down). */
+  /**
+   * Stops the timer and writes what is buffered, giving up after `deadlineMs` (the database may be down, or not
+   * answer at all: a write under way is then left behind, not waited for).
+   */
   async close(deadlineMs = 5000): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
     const deadline = Date.now() + deadlineMs
-    const buffered = this.buffer.length
-    while (this.buffer.length > 0 && Date.now() < deadline) {
-      await this.flush()
-      if (this.failing) await new Promise((resolve) => setTimeout(resolve, 100))
+    const buffered = this.held
+    while (this.held > 0 && Date.now() < deadline) {
+      await Promise.race([this.flush(), pause(deadline - Date.now())])
+      if (this.failing && Date.now() < deadline) await pause(Math.min(100, deadline - Date.now()))
     }
-    if (this.buffer.length > 0) this.log.error({ lost: this.buffer.length }, 'visits: closing without writing the buffered visits (the database did not take them)')
+    if (this.held > 0) this.log.error({ lost: this.held }, 'visits: closing without writing the buffered visits (the database did not take them)')
     else this.log.info({ written: buffered, ...this.counts }, 'visits: the buffered visits are written')
   }
 
   private async writeAll(): Promise<void> {
-    while (this.buffer.length > 0) {
-      const batch = this.buffer.slice(0, this.batchSize)
+    while (this.batch || this.buffer.length > 0) {
+      this.batch ??= { id: randomUUID(), visits: this.buffer.splice(0, this.batchSize) }
       try {
-        await this.store(await this.resolve(batch))
+        await this.store(await this.resolve(this.batch.visits), this.batch.id)
       } catch (error) {
         this.counts.failedBatches++
-        if (!this.failing) this.log.warn({ err: error, buffered: this.buffer.length }, 'visits: writing a batch failed; it is kept and tried again')
+        if (!this.failing) this.log.warn({ err: error, buffered: this.held }, 'visits: writing a batch failed; it is kept and tried again')
         this.failing = true
         return
       }
-      // Visits recorded meanwhile were appended after the batch, which is still at the front.
-      this.buffer.splice(0, batch.length)
-      this.counts.stored += batch.length
+      this.counts.stored += this.batch.visits.length
+      this.batch = null
       if (this.failing) this.log.info('visits: batches are written again')
       this.failing = false
     }

@@ -136,13 +136,22 @@ export function storeVisits(database: Database, visits: StoredVisit[]): Promise<
   return storeVisitRows(database, visits.map(visitRow))
 }
 
-/** storeVisits for visits already in the form they are sent in (the recorder makes them so). */
-export async function storeVisitRows(database: Database, rows: VisitRow[]): Promise<void> {
+/**
+ * storeVisits for visits already in the form they are sent in (the recorder makes them so). `batchId` names the
+ * batch: one already stored under that id (its COMMIT went through, its answer was lost) is not stored again.
+ */
+export async function storeVisitRows(database: Database, rows: VisitRow[], batchId?: string): Promise<void> {
   if (rows.length === 0) return
   await ensurePartitionsFor(database.prisma, rows)
   let seen = seenCache.get(database)
   if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
   const remember = await database.transaction(async (query) => {
+    // First: an attempt still under way with this id (its connection silent, not yet known to be lost) holds the
+    // row, and this one waits to learn whether it committed.
+    if (batchId !== undefined) {
+      const claimed = await query(`INSERT INTO "analytics"."VisitBatch" ("id") VALUES ($1::uuid) ON CONFLICT DO NOTHING RETURNING 1`, [batchId])
+      if (claimed.length === 0) return []
+    }
     // Held until the batch commits: a rollup (which takes the row FOR UPDATE) waits for the batch, or the batch
     // for the rollup, so a visit is summed by exactly one of them.
     const [rollup] = await query<{ rolledUpTo: number }>(

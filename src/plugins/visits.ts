@@ -66,7 +66,7 @@ export default fp(
         warned = true
       },
     })
-    const recorder = new BufferedVisitRecorder((batch) => storeVisitRows(app.db, batch), keys, app.log, options.buffer)
+    const recorder = new BufferedVisitRecorder((batch, batchId) => storeVisitRows(app.db, batch, batchId), keys, app.log, options.buffer)
     app.decorate('visits', recorder)
     app.decorate('visitRecorder', recorder)
 

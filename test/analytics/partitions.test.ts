@@ -60,7 +60,16 @@ t.test('partitions and aggregates past the retention are dropped at start, the r
   await prisma.$executeRawUnsafe(
     `CREATE TABLE IF NOT EXISTS "analytics"."Visit_2031_01" PARTITION OF "analytics"."Visit" FOR VALUES FROM ('2031-01-01T00:00:00Z') TO ('2031-02-01T00:00:00Z')`,
   )
+  // The ids of stored batches (the guard against storing a batch twice) are kept a day.
+  const stale = '00000000-0000-4000-8000-000000000001'
+  const recent = '00000000-0000-4000-8000-000000000002'
+  await prisma.$executeRawUnsafe(
+    `INSERT INTO "analytics"."VisitBatch" ("id", "storedAt") VALUES ($1::uuid, $2::timestamptz), ($3::uuid, $4::timestamptz)`,
+    stale, new Date(MARCH_15 - 25 * 3_600_000).toISOString(), recent, new Date(MARCH_15 - 3_600_000).toISOString(),
+  )
   await second.app.ready()
+  const batches = await prisma.$queryRawUnsafe<{ id: string }[]>(`SELECT "id"::text AS "id" FROM "analytics"."VisitBatch" WHERE "id" IN ($1::uuid, $2::uuid)`, stale, recent)
+  t.same(batches.map((batch) => batch.id), [recent], 'a batch id older than a day is deleted, a newer one kept')
   const names = await partitions()
   t.notOk(names.includes('Visit_2030_12'), 'the old partition is dropped')
   t.ok(names.includes('Visit_2031_01'), 'one still within the retention stays')

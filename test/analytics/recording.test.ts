@@ -6,6 +6,7 @@
 import t from 'tap'
 import type { Visit } from '../../src/redirects/visits.js'
 import { BufferedVisitRecorder, referrerHost } from '../../src/analytics/visit-recorder.js'
+import { storeVisitRows } from '../../src/analytics/visit-store.js'
 import { VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
 import { userAgentFacts } from '../../src/analytics/user-agent.js'
 import { buildTestApp } from '../support/test-app.js'
@@ -199,6 +200,38 @@ t.test('a batch the database refuses is kept and written at the next try', async
   await buffered.flush()
   t.same(written, [1, 2, 3], 'in order, none lost, none twice')
   t.match(buffered.stats(), { stored: 3, buffered: 0 })
+})
+
+t.test('a batch whose COMMIT went through but whose answer was lost is tried again, and stored once', async (t) => {
+  // A connection cut right after COMMIT: PostgreSQL has the visits, the recorder learns only of an error.
+  let loseAnswer = true
+  const log = { warn: () => {}, info: () => {}, error: () => {} } as never
+  const recorder = new BufferedVisitRecorder(
+    async (rows, batchId) => {
+      await storeVisitRows(first.database, rows, batchId)
+      if (loseAnswer) {
+        loseAnswer = false
+        throw new Error('Connection terminated unexpectedly')
+      }
+    },
+    new VisitorKeys(),
+    log,
+  )
+  const marked = (n: number): Visit => ({
+    link: plain.uniq, workspaceId: plain.workspaceId, domain: 'go.acme.test', answer: 'redirect', destination: 'https://e/lost-answer',
+    reason: 'default', at: DAY_1 + n, country: null, userAgent: DESKTOP, referrer: undefined, address: `192.0.2.${n}`,
+  })
+  for (let n = 0; n < 10; n++) recorder.record(marked(n))
+  await recorder.flush()
+  t.match(recorder.stats(), { stored: 0, failedBatches: 1, buffered: 10 })
+  // Visits recorded meanwhile are not part of the batch tried again: they go in a batch of their own.
+  for (let n = 10; n < 15; n++) recorder.record(marked(n))
+  await recorder.flush()
+  t.match(recorder.stats(), { stored: 15, buffered: 0 })
+  const [{ count }] = await prisma.$queryRawUnsafe<{ count: number }[]>(
+    `SELECT count(*)::int AS "count" FROM "analytics"."Visit" WHERE "destination" = 'https://e/lost-answer'`,
+  )
+  t.equal(count, 15, 'each visit stored once')
 })
 
 t.test('the pieces: referrer hosts, user agents, the visitor hash', async (t) => {
