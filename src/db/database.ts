@@ -95,6 +95,16 @@ export interface OpenDatabaseOptions {
 export const CONNECT_TIMEOUT_MS = 3000
 
 /**
+ * How long a statement may go without an answer on an open connection (a database frozen, or a network path that
+ * drops packets without closing anything): the statement fails as the database unavailable (a 503), and its
+ * connection is closed rather than given back to the pool. Far above what any statement of the service takes;
+ * the visitor side's reads (one row) and the readiness probe have shorter ones.
+ */
+export const STATEMENT_TIMEOUT_MS = 10_000
+const VISITOR_STATEMENT_TIMEOUT_MS = 3000
+const PING_TIMEOUT_MS = 2000
+
+/**
  * Connections per instance. Prisma's client runtime makes the Node process the bottleneck well before ten
  * connections keep PostgreSQL busy (stack notes: its CPU, not the database's, limits throughput), and writers
  * of one link queue in the process rather than each holding a connection (keyed-queue.ts), so more would only
@@ -181,12 +191,19 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
       await client.end()
     }
   }
-  const pool = new pg.Pool({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, max: POOL_SIZE, options: SESSION_OPTIONS })
+  const pool = new pg.Pool({
+    connectionString,
+    connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: STATEMENT_TIMEOUT_MS,
+    max: POOL_SIZE,
+    options: SESSION_OPTIONS,
+  })
   // An idle client that loses its connection must not crash the process; the next query reconnects.
   pool.on('error', () => {})
   const visitorPool = new pg.Pool({
     connectionString,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,
+    query_timeout: VISITOR_STATEMENT_TIMEOUT_MS,
     max: VISITOR_POOL_SIZE,
     options: '-c plan_cache_mode=force_generic_plan',
   })
@@ -199,7 +216,7 @@ async function openPostgres(connectionString: string, migrate: boolean): Promise
     sql: (sql, params = [], prepared) => runStatement((config) => pool.query(config), sql, params, prepared),
     write: (sql, params, prepared) => poolWrite(pool, sql, params, prepared),
     transaction: (work) => poolTransaction(pool, work),
-    ping: () => pingWith(prisma),
+    ping: () => pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig).then(() => true, () => false),
     pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
     async close() {
       await prisma.$disconnect()
@@ -292,7 +309,8 @@ export async function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery) 
         await client.query('COMMIT')
         return result
       } catch (error) {
-        await client.query('ROLLBACK').catch(() => {})
+        // A connection that did not answer is closed (onPooledClient), which rolls back; asking it would only wait.
+        if (!isDatabaseUnavailable(error)) await client.query('ROLLBACK').catch(() => {})
         throw error
       }
     })

@@ -1,6 +1,6 @@
 const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024'])
 const UNAVAILABLE_MESSAGE =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded when trying to connect|Can't reach database|DatabaseNotReachable|connection is insecure|the database system is (starting up|shutting down)/i
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Can't reach database|DatabaseNotReachable|connection is insecure|the database system is (starting up|shutting down)/i
 
 interface ErrorLike {
   name?: string

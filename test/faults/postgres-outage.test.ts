@@ -7,7 +7,7 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
-import { openDatabase } from '../../src/db/database.js'
+import { openDatabase, STATEMENT_TIMEOUT_MS } from '../../src/db/database.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { errorLog } from '../support/error-log.js'
 import { rawRequest, type RawResponse } from '../support/raw-http.js'
@@ -208,4 +208,45 @@ t.test('regression: a connection cut during a transaction (a batch of visits) fa
   await t.rejects(transaction, /Connection terminated/, 'the transaction fails (before the fix, the process died of an uncaught error event)')
   proxy.restore()
   t.same(await proxied.transaction((query) => query('SELECT 1 AS one')), [{ one: 1 }], 'and the next one works')
+})
+
+t.test('a database that stops answering on open connections: 503s within the statement timeouts, not a hang', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  // Connections stay open and nothing comes back (a frozen server, a path that drops packets): no error ever
+  // arrives from the network, so only the service's own deadlines end the wait.
+  const { database: direct, url } = await openTestDatabase(t)
+  const token = await createWorkspaceToken(direct.prisma, { workspace: 'silent', defaultDomain: 'go.silent.test' })
+  const { proxy, url: proxiedUrl } = await TcpProxy.inFrontOf(url!)
+  const proxied = await openDatabase({ databaseUrl: proxiedUrl, dataDir: 'unused', migrate: false })
+  t.teardown(async () => {
+    await proxied.close()
+    await proxy.close()
+  })
+  const { app } = await buildTestApp(t, { database: proxied, logger: errorLog().logger })
+  await app.redirects.domains.refresh()
+  const api = client(app, token)
+  const link = json(await api.create({ url: 'https://example.com/silent', id: 'silent' }, { autofill: false }))
+  const timed = async (request: Promise<{ statusCode: number; headers: Record<string, unknown> }>) => {
+    const started = Date.now()
+    const response = await request
+    return { status: response.statusCode, retryAfter: response.headers['retry-after'], ms: Date.now() - started }
+  }
+
+  proxy.holdReplies()
+  const [ready, read, visitor] = await Promise.all([
+    timed(app.inject({ url: '/readyz' })),
+    timed(app.inject({ url: `/v1/links/${link.uniq}`, headers: { 'api-authorization': token } })),
+    timed(app.inject({ url: '/silent', headers: { host: 'go.silent.test' } })),
+  ])
+  t.equal(ready.status, 503, '/readyz')
+  t.ok(ready.ms < 5000, `/readyz answered in ${ready.ms} ms`)
+  t.match(read, { status: 503, retryAfter: /^\d+$/ }, 'an API read')
+  t.ok(read.ms < STATEMENT_TIMEOUT_MS + 3000, `the API read answered in ${read.ms} ms`)
+  t.equal(visitor.status, 503, 'a visit of a link not in the cache')
+  t.ok(visitor.ms < STATEMENT_TIMEOUT_MS, `the visit answered in ${visitor.ms} ms`)
+
+  proxy.restore()
+  t.ok(
+    await eventually(async () => (await api.update(link.uniq, { title: 'back' }, { autofill: false })).statusCode === 200),
+    'once the database answers again, so does the service (the silent connections were closed, not reused)',
+  )
 })
