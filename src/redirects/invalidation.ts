@@ -23,8 +23,16 @@ export interface Change {
 
 /** While changes may go unheard, a cached link is used for at most this long after it was read. */
 export const BLIND_MAX_AGE_MS = 1000
-/** A silent connection is noticed within about twice this (a PING answered within the socket timeout). */
-const HEARTBEAT_MS = 2000
+/**
+ * The subscriber is asked for a PONG this often, and counts as deaf once nothing came back for DEAF_AFTER_MS: a
+ * connection that goes silent without closing (a frozen Redis, a path that drops packets) stops the caches'
+ * trust within that, so a change made meanwhile is seen within about a second still. Messages that arrive late
+ * on the same connection arrive in order, before the late PONG; a connection that dies is replaced and resyncs.
+ */
+const HEARTBEAT_MS = 250
+const DEAF_AFTER_MS = 750
+/** A connection silent this long is closed and a new one made (ioredis's socket timeout). */
+const SOCKET_TIMEOUT_MS = 2000
 const WARNING_INTERVAL_MS = 60_000
 
 export interface ChangeChannel {
@@ -48,6 +56,8 @@ export class RedisChangeChannel implements ChangeChannel {
   private readonly subscriber: Redis
   private readonly heartbeat: NodeJS.Timeout
   private subscribed = false
+  /** When the subscriber last answered a PING or brought a message. */
+  private lastHeard = 0
   private lastWarning = -Infinity
   /** A publish failed: the others may have missed a change, until everything is sent. */
   private unsent = false
@@ -60,28 +70,32 @@ export class RedisChangeChannel implements ChangeChannel {
     private readonly log: FastifyBaseLogger,
   ) {
     // A connection of its own: a subscribed connection can do nothing else.
-    this.subscriber = redis.duplicate({ autoResubscribe: false, socketTimeout: HEARTBEAT_MS })
+    this.subscriber = redis.duplicate({ autoResubscribe: false, socketTimeout: SOCKET_TIMEOUT_MS })
     this.subscriber.on('error', () => {})
     this.subscriber.on('ready', () => void this.subscribe())
     this.subscriber.on('close', () => {
       this.subscribed = false
     })
-    this.subscriber.on('message', (_channel: string, text: string) => this.receive(text))
+    this.subscriber.on('message', (_channel: string, text: string) => {
+      this.lastHeard = Date.now()
+      this.receive(text)
+    })
     // Back in touch with Redis: what failed to go out meanwhile is made good.
     redis.on('ready', this.reconnected)
     this.heartbeat = setInterval(() => {
-      if (this.subscribed) this.subscriber.ping().catch(() => {})
+      if (this.subscribed) this.subscriber.ping().then(() => (this.lastHeard = Date.now()), () => {})
     }, HEARTBEAT_MS).unref()
   }
 
   get live(): boolean {
-    return this.subscribed
+    return this.subscribed && Date.now() - this.lastHeard <= DEAF_AFTER_MS
   }
 
   private async subscribe(): Promise<void> {
     try {
       await this.subscriber.subscribe(this.channel)
       this.handlers.resync()
+      this.lastHeard = Date.now()
       this.subscribed = true
     } catch {
       // The connection failed again; the next 'ready' tries once more.

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { RedirectCache } from '../../src/redirects/redirect-cache.js'
 import { batchedViewReader, cacheKey, type RedirectView } from '../../src/redirects/redirect-view.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, type TestApp } from '../support/test-app.js'
 import { acmeWorkspace, visit } from './visit-support.js'
 
@@ -189,6 +190,29 @@ t.test('the links changed in one turn of the event loop go to the other instance
     ['go.acme.test/one', 'go.acme.test/two', 'go.acme.test/three'],
     ['go.acme.test/later'],
   ])
+})
+
+t.test('a change channel that goes silent without closing is noticed: an update is still seen within about a second', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
+  // B reaches Redis through a proxy that stops passing Redis's answers on (a frozen server, a path that drops
+  // packets): no error arrives, the connection stays open, and B hears nothing. It took 3.3 s before.
+  const keyPrefix = redisKeyPrefix(t)
+  const { proxy, url: proxied } = await TcpProxy.inFrontOf(REDIS_URL!)
+  t.teardown(() => proxy.close())
+  const a = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, redirects: { keyPrefix } })
+  const b = await buildTestApp(t, { database, env: { REDIS_URL: proxied }, redirects: { keyPrefix } })
+  for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
+  t.not(await within(2000, async () => a.app.redirects.channel.live && b.app.redirects.channel.live), null, 'both subscribed')
+  const created = json201(await client(a.app, token).create({ domain: 'go.acme.test', id: 'frozen', url: 'https://example.com/one' }, { autofill: false }))
+  t.equal(await location(b.app, '/frozen'), 'https://example.com/one', 'cached on B')
+
+  proxy.holdReplies()
+  await sleep(100)
+  t.equal((await client(a.app, token).update(created.uniq, { url: 'https://example.com/two' }, { autofill: false })).statusCode, 200)
+  const seen = await within(3000, async () => (await location(b.app, '/frozen')) === 'https://example.com/two')
+  t.not(seen, null, 'B serves the update')
+  t.ok(seen !== null && seen <= 1300, `within about a second (${seen} ms)`)
+  t.equal(b.app.redirects.channel.live, false, 'B knows it hears nothing')
+  proxy.restore()
 })
 
 t.test('while the change channel is down, nothing cached is trusted for more than a second', async (t) => {
