@@ -23,9 +23,9 @@ import type { Config } from '../config/config.js'
 import { quotaExceeded, unavailable } from '../errors/app-error.js'
 import { MemoryQuotaStore } from '../rate-limits/memory-store.js'
 import { afterRefund, exhaustedWindow, quotaHeaders } from '../rate-limits/quota-headers.js'
-import type { QuotaDecision, QuotaLimits, QuotaOperation, QuotaStore, QuotaSubject } from '../rate-limits/quota-store.js'
+import { LateReservation, type QuotaDecision, type QuotaLimits, type QuotaOperation, type QuotaStore, type QuotaSubject, type QuotaTaken } from '../rate-limits/quota-store.js'
 import { RedisQuotaStore } from '../rate-limits/redis-store.js'
-import { firstConnection } from '../redis/redis-client.js'
+import { firstConnection, RedisUnavailableError } from '../redis/redis-client.js'
 import { workspaceLimits } from '../workspaces/workspace-repository.js'
 
 export interface RateLimitOptions {
@@ -86,8 +86,11 @@ export interface BulkReservation {
   settle(used: number): Promise<void>
 }
 
-/** Where a request stands with the quota: what it reserved, or why nothing is known. */
-type QuotaState = { decision: QuotaDecision } | { storeFailed: true } | { lookupFailed: unknown }
+/**
+ * Where a request stands with the quota: what it reserved, or why nothing is known. `late`: the store did not
+ * answer in time but may still take the slot (LateReservation).
+ */
+type QuotaState = { decision: QuotaDecision } | { storeFailed: true; late?: LateReservation['late'] } | { lookupFailed: unknown }
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -102,6 +105,10 @@ declare module 'fastify' {
     quotaState: QuotaState | null
   }
 }
+
+/** A refund the store failed is tried again this often, this many times in all. */
+const REFUND_RETRY_MS = 1000
+const REFUND_ATTEMPTS = 30
 
 /** While the store is unreachable, a warning at most this often (with how many requests met it). */
 const OUTAGE_LOG_INTERVAL_MS = 60_000
@@ -205,8 +212,40 @@ export default fp(
         return { decision }
       } catch (error) {
         storeFailed(request, error)
-        return { storeFailed: true }
+        return { storeFailed: true, late: error instanceof LateReservation ? error.late : undefined }
       }
+    }
+
+    /**
+     * Gives a slot back whatever the store's state: a request that did not succeed consumes no quota (contract
+     * section 8), even when Redis was away as it ended.
+     */
+    function refundEventually(taken: QuotaTaken): void {
+      store.refund(taken).catch((error: unknown) => refundAgainLater(taken, error))
+    }
+
+    /**
+     * A refund that failed is tried again every second for a while, unless it was sent and only its answer was
+     * late (RedisUnavailableError with `late`): Redis runs it still, and a second one would free a slot that no
+     * request gave back (stricter than the quota, never looser).
+     */
+    function refundAgainLater(taken: QuotaTaken, error: unknown, attempt = 1): void {
+      if (error instanceof RedisUnavailableError && error.late) return
+      if (attempt >= REFUND_ATTEMPTS) {
+        app.log.warn({ err: error }, 'rate limits: a slot of a request that did not succeed could not be given back')
+        return
+      }
+      setTimeout(() => store.refund(taken).catch((next: unknown) => refundAgainLater(taken, next, attempt + 1)), REFUND_RETRY_MS).unref()
+    }
+
+    /** A reservation the store made after its request stopped waiting: what the request did not use goes back. */
+    function giveBackLate(late: LateReservation['late'], used: number): void {
+      late.then(
+        ({ decision, granted }) => {
+          for (let slot = used; slot < granted && decision.taken; slot++) refundEventually(decision.taken)
+        },
+        () => {},
+      )
     }
 
     async function admit(request: FastifyRequest): Promise<void> {
@@ -243,16 +282,21 @@ export default fp(
       if (!request.caller) return payload
       try {
         const state = request.quotaState ?? (request.quotaPending ? await request.quotaPending : undefined)
+        if (state && 'storeFailed' in state && state.late) {
+          // Let through unlimited (allow) and succeeded: the slot is its own. Refused (deny) or failed: not.
+          giveBackLate(state.late, policy === 'allow' && reply.statusCode < 400 ? 1 : 0)
+        }
         if (state && !('decision' in state)) return payload
         let decision = state ? state.decision : await peekQuota(request)
         if (!decision) return payload
-        if (decision.taken && reply.statusCode >= 400) {
+        const taken = decision.taken
+        if (taken && reply.statusCode >= 400) {
           try {
-            await store.refund(decision.taken)
+            await store.refund(taken)
             decision = { ...decision, windows: afterRefund(decision.windows), taken: undefined }
           } catch (error) {
-            // The slot stays taken: stricter than the quota, never looser.
             storeFailed(request, error)
+            refundAgainLater(taken, error)
           }
         }
         reply.headers(quotaHeaders(decision.windows))
@@ -306,8 +350,12 @@ export default fp(
       } catch (error) {
         storeFailed(request, error)
         request.quotaState = { storeFailed: true }
-        if (policy === 'deny') return { granted: 0, refused: unavailable('rate-limit store'), settle: async () => {} }
-        return { granted: count, settle: async () => {} }
+        const late = error instanceof LateReservation ? error.late : undefined
+        if (policy === 'deny') {
+          if (late) giveBackLate(late, 0)
+          return { granted: 0, refused: unavailable('rate-limit store'), settle: async () => {} }
+        }
+        return { granted: count, settle: async (used) => void (late && giveBackLate(late, used)) }
       }
       let refused: Error | undefined
       if (granted < count) {
@@ -323,6 +371,8 @@ export default fp(
             latest = { ...latest, windows: afterRefund(latest.windows) }
           } catch (error) {
             storeFailed(request, error)
+            refundAgainLater({ subject, buckets }, error)
+            for (slot++; slot < granted; slot++) refundEventually({ subject, buckets })
             break
           }
         }

@@ -49,6 +49,22 @@ export interface WindowUsage {
 }
 
 /** What a refund gives back: the exact buckets a reservation counted in, one per window. */
+/**
+ * The store did not answer a reservation in time, and may still make it afterwards (Redis runs a script it has
+ * received even once its caller stopped waiting): `late` settles with that reservation, whose slot nobody asked
+ * for then, so that it can be given back.
+ */
+export class LateReservation extends Error {
+  override name = 'LateReservation'
+
+  constructor(
+    override readonly cause: Error,
+    readonly late: Promise<{ decision: QuotaDecision; granted: number }>,
+  ) {
+    super(cause.message)
+  }
+}
+
 export interface QuotaTaken {
   subject: QuotaSubject
   buckets: number[]

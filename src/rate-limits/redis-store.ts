@@ -7,9 +7,10 @@
  * workspace's keys in one Redis Cluster slot, so a script may touch both windows of an operation.
  */
 import type { Redis } from 'ioredis'
-import { closeRedisClient, withDeadline } from '../redis/redis-client.js'
+import { closeRedisClient, RedisUnavailableError, withDeadline } from '../redis/redis-client.js'
 import { RESERVE_SCRIPT, REFUND_SCRIPT } from './sliding-window-scripts.js'
 import {
+  LateReservation,
   QUOTA_WINDOWS,
   limitOf,
   pastBuckets,
@@ -57,13 +58,22 @@ export class RedisQuotaStore implements QuotaStore {
       args.push(limitOf(limits, window), window.bucketSeconds * 1000, pastBuckets(window))
     }
     if (count !== 1) args.push(count)
-    const reply = await this.guard(this.scripts.quotaReserve(...args))
-    const counts = QUOTA_WINDOWS.map((_, i) => ({
-      bucket: Number(reply[1 + i * 3]),
-      used: Number(reply[2 + i * 3]),
-      freeAt: Number(reply[3 + i * 3]),
-    }))
-    return { decision: toDecision(subject, limits, now, reply[0] >= 1, counts), granted: Number(reply[0]) }
+    const read = (reply: number[]) => {
+      const counts = QUOTA_WINDOWS.map((_, i) => ({
+        bucket: Number(reply[1 + i * 3]),
+        used: Number(reply[2 + i * 3]),
+        freeAt: Number(reply[3 + i * 3]),
+      }))
+      return { decision: toDecision(subject, limits, now, reply[0] >= 1, counts), granted: Number(reply[0]) }
+    }
+    try {
+      return read(await this.guard(this.scripts.quotaReserve(...args)))
+    } catch (error) {
+      if (take && error instanceof RedisUnavailableError && error.late) {
+        throw new LateReservation(error, (error.late as Promise<number[]>).then(read))
+      }
+      throw error
+    }
   }
 
   reserveMany(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number) {

@@ -9,6 +9,14 @@ export const REDIS_DEADLINE_MS = 250
 
 export class RedisUnavailableError extends Error {
   override name = 'RedisUnavailableError'
+
+  /** `late`: the call given up on at its deadline, which Redis may still run (and answer) after it. */
+  constructor(
+    message: string,
+    readonly late?: Promise<unknown>,
+  ) {
+    super(message)
+  }
 }
 
 /**
@@ -59,7 +67,7 @@ export function withDeadline<T>(promise: Promise<T>, ms = REDIS_DEADLINE_MS): Pr
   let timer: NodeJS.Timeout | undefined
   const deadline = new Promise<never>((_, reject) => {
     timer = setTimeout(
-      () => setImmediate(() => reject(new RedisUnavailableError(`Redis did not answer within ${ms} ms`))),
+      () => setImmediate(() => reject(new RedisUnavailableError(`Redis did not answer within ${ms} ms`, promise))),
       ms,
     )
   })

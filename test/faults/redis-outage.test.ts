@@ -151,3 +151,38 @@ t.test('regression: a change whose message could not be sent (only its instance 
   t.ok(await eventually(async () => (await location(reader)) === 'https://example.com/v2', 8000), 'the reader sees the change once the writer is back')
   t.same(logs.flatMap((log) => log.errorLines()), [])
 })
+
+t.test('a Redis slower than requests wait for: the slots it takes after they gave up are given back unless used', { skip: !REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  // Redis answers 400 ms late: a request stops waiting after 250 ms, but Redis still runs the reservation it
+  // received. Only requests that succeed may consume quota (contract section 8); before, every such slot stayed
+  // taken (deny: 5 refused creates left 5 of 10 slots; allow: 5 creates answered 409 left 4 of 9).
+  const { proxy, url: redisUrl } = await TcpProxy.inFrontOf(REDIS_URL!)
+  t.teardown(() => proxy.close())
+  const { database } = await openTestDatabase(t)
+  for (const policy of ['deny', 'allow'] as const) {
+    proxy.restore()
+    const { app } = await buildTestApp(t, {
+      database,
+      env: { REDIS_URL: redisUrl, RATE_LIMIT_ON_REDIS_ERROR: policy },
+      logger: errorLog().logger,
+      rateLimits: { keyPrefix: redisKeyPrefix(t) },
+    })
+    const { token } = await quotaWorkspace(database.prisma, `slow-${policy}`, { hour: 10 })
+    const api = client(app, token)
+    t.equal((await api.create({ url: 'https://example.com/taken', id: 'taken' }, { autofill: false })).statusCode, 201, `${policy}: one slot used`)
+
+    proxy.delayReplies(400)
+    for (let i = 0; i < 5; i++) {
+      // deny: 503, the store did not answer in time; allow: let through, and a 409 (the slug is taken).
+      const expected = policy === 'deny' ? 503 : 409
+      t.equal((await api.create({ url: 'https://example.com/slow', id: 'taken' }, { autofill: false })).statusCode, expected, `${policy}: slow Redis`)
+    }
+    proxy.restore()
+    // A moment for the late answers, and the refunds they lead to.
+    await new Promise((resolve) => setTimeout(resolve, 1000))
+
+    const statuses: number[] = []
+    for (let i = 0; i < 10; i++) statuses.push((await api.create({ url: `https://example.com/after/${i}` }, { autofill: false })).statusCode)
+    t.same(statuses, [...Array(9).fill(201), 429], `${policy}: the 9 slots left are all there, and no more`)
+  }
+})

@@ -2,7 +2,7 @@
  * A TCP proxy a test controls, put between the service and PostgreSQL or Redis to make an outage without
  * touching the shared servers: it forwards, cuts every open connection (both sides destroyed, as when a
  * network path or a server dies), refuses new connections (accepted and closed at once) until restored,
- * and can hold back what the server answers (a reply lost on the way: the server did the work, the client
+ * can make what the server answers arrive late, and can hold back what the server answers (a reply lost on the way: the server did the work, the client
  * never hears of it).
  */
 import { once } from 'node:events'
@@ -14,6 +14,7 @@ export class TcpProxy {
   private postgres = false
   private refusing = false
   private holding = false
+  private delayMs = 0
   private holdMarker: string | undefined
   /** Connections accepted since the start, and how many of them were refused. */
   readonly counts = { accepted: 0, refused: 0 }
@@ -72,7 +73,10 @@ export class TcpProxy {
       upstream.write(chunk)
     })
     upstream.on('data', (chunk) => {
-      if (!this.holding && !pair.held) client.write(chunk)
+      if (this.holding || pair.held) return
+      // Every chunk waits the same time, so the answers keep their order.
+      if (this.delayMs > 0) setTimeout(() => client.write(chunk), this.delayMs)
+      else client.write(chunk)
     })
   }
 
@@ -96,6 +100,11 @@ export class TcpProxy {
     this.cut()
   }
 
+  /** What the server sends arrives `ms` late (a slow server, a congested path), until restore(). */
+  delayReplies(ms: number): void {
+    this.delayMs = ms
+  }
+
   /** What the server sends is dropped (not forwarded) until restore(); requests still reach it. */
   holdReplies(): void {
     this.holding = true
@@ -114,6 +123,7 @@ export class TcpProxy {
   restore(): void {
     this.refusing = false
     this.holding = false
+    this.delayMs = 0
     this.holdMarker = undefined
   }
 
