@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { withDeadline } from '../redis/redis-client.js'
+import { RedisUnavailableError, withDeadline } from '../redis/redis-client.js'
 import {
   ANSWER_TTL_MS,
   CLAIM_ATTEMPTS,
@@ -91,7 +91,17 @@ export class RedisIdempotencyStore implements IdempotencyStore {
     const key = this.keyOf(scope)
     const claim: Claim = { scope, fingerprint, token: randomUUID() }
     for (let attempt = 0; attempt < CLAIM_ATTEMPTS; attempt++) {
-      const set = await this.guard(this.redis.set(key, RedisIdempotencyStore.claimValue(claim), 'PX', this.leaseMs, 'NX'))
+      let set: string | null
+      try {
+        set = await this.guard(this.redis.set(key, RedisIdempotencyStore.claimValue(claim), 'PX', this.leaseMs, 'NX'))
+      } catch (error) {
+        // Given up on at its deadline, the SET may still be made: its request is answered 503 (not run, safe to
+        // send again), so a claim made that late is nobody's and is released, or the retry would get 409s.
+        if (error instanceof RedisUnavailableError && error.late) {
+          error.late.then((late) => (late === 'OK' ? this.release(claim) : undefined)).catch(() => {})
+        }
+        throw error
+      }
       if (set === 'OK') return { kind: 'claimed', claim }
       const existing = await this.guard(this.redis.get(key))
       // Expired between the two calls: the key is free again.

@@ -21,10 +21,11 @@ import type { Config } from '../config/config.js'
 import { unavailable } from '../errors/app-error.js'
 import { idempotencyKeyInUse, idempotencyKeyReused } from '../errors/idempotency-errors.js'
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, requestFingerprint } from '../idempotency/idempotency-key.js'
-import type { Claim, IdempotencyStore, StoreTimes } from '../idempotency/idempotency-store.js'
+import { CLAIM_LEASE_MS, type Claim, type IdempotencyStore, type StoreTimes, type StoredAnswer } from '../idempotency/idempotency-store.js'
 import { PostgresIdempotencyStore } from '../idempotency/postgres-store.js'
 import { RedisIdempotencyStore } from '../idempotency/redis-store.js'
 import { answerToKeep, sendAnswer } from '../idempotency/replay.js'
+import { RedisUnavailableError } from '../redis/redis-client.js'
 
 export interface IdempotencyOptions extends StoreTimes {
   /** A store of the caller's; otherwise Redis when REDIS_URL is set, else the database. */
@@ -54,6 +55,9 @@ declare module 'fastify' {
     idempotencyClaim: Claim | null
   }
 }
+
+/** How often an answer the store could not take is offered again (keepAnswerLater). */
+const KEEP_RETRY_MS = 1000
 
 export default fp(
   async function idempotency(app: FastifyInstance, options: { config: Config; idempotency?: IdempotencyOptions }) {
@@ -87,9 +91,29 @@ export default fp(
           request.log.warn('idempotency key: the request outlasted its claim; its answer is not kept')
         }
       } catch (error) {
-        // The answer still goes out. A kept claim expires with its lease; until then a retry gets 409.
-        request.log.warn({ err: error }, 'idempotency key: the answer could not be kept')
+        // The answer still goes out, and is kept once the store is back: until then a retry gets 409.
+        request.log.warn({ err: error }, 'idempotency key: the answer could not be kept yet; trying again')
+        if (answer) keepAnswerLater(claim, answer, error)
       }
+    }
+
+    /**
+     * An answer the store could not take is offered again every second while the claim's lease runs: should the
+     * lease end first, a retry would run the request a second time. A write that was sent and only answered late
+     * (RedisUnavailableError with `late`) is offered again only if it turns out to have failed.
+     */
+    function keepAnswerLater(claim: Claim, answer: StoredAnswer, error: unknown, started = Date.now()): void {
+      const offerAgain = (failure: unknown) => {
+        if (Date.now() - started + KEEP_RETRY_MS >= (settings.leaseMs ?? CLAIM_LEASE_MS)) {
+          app.log.warn({ err: failure }, 'idempotency key: the answer could not be kept; a retry after the lease runs the request again')
+          return
+        }
+        setTimeout(() => {
+          store.complete(claim, answer, now()).catch((next: unknown) => keepAnswerLater(claim, answer, next, started))
+        }, KEEP_RETRY_MS).unref()
+      }
+      if (error instanceof RedisUnavailableError && error.late) error.late.catch(offerAgain)
+      else offerAgain(error)
     }
 
     function routeHooks(operation: string) {

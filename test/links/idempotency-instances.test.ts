@@ -10,7 +10,8 @@ import t, { type Test } from 'tap'
 import { openDatabase, type Database } from '../../src/db/database.js'
 import { freePort, quotaWorkspace, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { buildTestApp, openTestDatabase } from '../support/test-app.js'
-import { CREATE, heldPage, post, replayed } from './idempotency-support.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
+import { CREATE, heldPage, post, replayed, waitFor } from './idempotency-support.js'
 
 const { database, url: databaseUrl } = await openTestDatabase(t)
 const { prisma } = database
@@ -94,4 +95,43 @@ t.test('Redis unreachable: a request with a key is 503 and creates nothing; one 
   t.match(refused.json(), { code: 'unavailable', detail: /idempotency key store/ })
   t.equal(await prisma.link.count({ where: { workspace: { name: ws.name } } }), 0)
   t.equal((await post(app, ws.token, CREATE, body)).statusCode, 201, 'without a key: RATE_LIMIT_ON_REDIS_ERROR=allow lets it through')
+})
+
+t.test('Redis slow or away at the edges of a request with a key: no key blocked for its lease, no request run twice', { skip: REDIS_URL ? false : 'REDIS_URL is unset' }, async (t) => {
+  const { proxy, url: redisUrl } = await TcpProxy.inFrontOf(REDIS_URL!)
+  t.teardown(() => proxy.close())
+  const keyPrefix = redisKeyPrefix(t)
+  const { app } = await buildTestApp(t, { database, env: { ...env, REDIS_URL: redisUrl }, idempotency: { keyPrefix }, rateLimits: { keyPrefix } })
+  const linksOf = (workspace: string) => prisma.link.count({ where: { workspace: { name: workspace } } })
+
+  t.test('a claim Redis makes after the request stopped waiting is released: the retry runs', async (t) => {
+    // Before, the claim made 400 ms late held the key for its whole lease (2 min): every retry got 409.
+    const ws = await quotaWorkspace(prisma, 'late claim', {})
+    const body = { link: { url: 'https://example.com/late-claim' }, autofill: false }
+    proxy.delayReplies(400)
+    const refused = await post(app, ws.token, CREATE, body, 'late-claim')
+    t.equal(refused.statusCode, 503, 'the key store did not answer in time: not run')
+    proxy.restore()
+    t.ok(await waitFor(async () => (await post(app, ws.token, CREATE, body, 'late-claim')).statusCode === 201, 3000), 'the retry runs')
+    t.equal(await linksOf(ws.name), 1)
+  })
+
+  t.test('an answer Redis could not take as the request ended is kept once Redis is back', async (t) => {
+    // Before, the claim expired with its lease and the retry created a second link.
+    const ws = await quotaWorkspace(prisma, 'answer kept late', {})
+    const held = await heldPage(t)
+    const body = { link: { url: held.url } }
+    const first = post(app, ws.token, CREATE, body, 'kept-late')
+    t.ok(await held.fetched(), 'in progress, the key claimed')
+    proxy.refuse()
+    held.release()
+    const answered = await first
+    t.equal(answered.statusCode, 201, 'answered while Redis is away')
+    t.match((await post(app, ws.token, CREATE, body, 'kept-late')).statusCode, 503, 'a retry now: the store cannot say')
+    proxy.restore()
+    let replay: Awaited<ReturnType<typeof post>> | undefined
+    t.ok(await waitFor(async () => (replay = await post(app, ws.token, CREATE, body, 'kept-late')).statusCode === 201, 5000), 'then the answer')
+    t.same([replay?.body, replayed(replay!)], [answered.body, 'true'], 'the first answer, replayed')
+    t.equal(await linksOf(ws.name), 1, 'one link')
+  })
 })

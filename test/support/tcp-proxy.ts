@@ -72,11 +72,20 @@ export class TcpProxy {
       if (marker !== undefined && (texts ? texts.some((text) => text.includes(marker)) : chunk.includes(marker))) pair.held = true
       upstream.write(chunk)
     })
-    upstream.on('data', (chunk) => {
+    // Delayed answers wait in one queue per connection, so that none overtakes another (RESP and PostgreSQL's
+    // protocol match answers to requests by their order).
+    const delayed: { at: number; chunk: Buffer }[] = []
+    let timer: NodeJS.Timeout | undefined
+    const flush = () => {
+      timer = undefined
+      while (delayed.length > 0 && delayed[0].at <= Date.now()) client.write(delayed.shift()!.chunk)
+      if (delayed.length > 0) timer = setTimeout(flush, delayed[0].at - Date.now())
+    }
+    upstream.on('data', (chunk: Buffer) => {
       if (this.holding || pair.held) return
-      // Every chunk waits the same time, so the answers keep their order.
-      if (this.delayMs > 0) setTimeout(() => client.write(chunk), this.delayMs)
-      else client.write(chunk)
+      if (this.delayMs === 0 && delayed.length === 0) return void client.write(chunk)
+      delayed.push({ at: Math.max(Date.now() + this.delayMs, delayed.at(-1)?.at ?? 0), chunk })
+      timer ??= setTimeout(flush, delayed[0].at - Date.now())
     })
   }
 
