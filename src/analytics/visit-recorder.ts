@@ -7,8 +7,8 @@
  * The buffer is bounded: when the database is slow or down, visits beyond the bound are dropped and counted,
  * never making a visitor wait. A batch that fails is kept and tried again at the next tick (within the same
  * bound), as the same batch under the same id: one whose COMMIT went through unbeknown to us is then not stored
- * twice (visit-store.ts). Closing (SIGTERM) writes what is buffered. A crash loses what was buffered since the last write: at
- * most a second of visits, or the whole buffer while the database is down.
+ * twice (visit-store.ts). Closing (SIGTERM) writes what is buffered. A crash loses what was buffered since the
+ * last write: at most a second of visits, or the whole buffer while the database is down.
  */
 import type { FastifyBaseLogger } from 'fastify'
 import { randomUUID } from 'node:crypto'
@@ -19,12 +19,12 @@ import type { VisitRow } from './visit-store.js'
 import { visitorHash, type VisitorKeys } from './visitor-key.js'
 
 const DAY_MS = 86_400_000
-
-/** A pause that does not keep the process alive (closing must not outlast its writes). */
-const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
 /** User-Agent headers shared between buffered visits (see record): how many, and up to what length. */
 const MAX_SHARED_USER_AGENTS = 5000
 const MAX_SHARED_USER_AGENT = 512
+
+/** A pause that does not keep the process alive (closing must not outlast its writes). */
+const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
 
 export interface VisitBufferOptions {
   /** Most visits held while waiting to be written (default 100,000: about 50 MB at worst). */
