@@ -12,7 +12,7 @@
  * group aggregates (group-history.ts). Stats read the aggregates before "rolledUpTo" and the raw visits from it
  * (stats-queries.ts).
  */
-import type { Database } from '../db/database.js'
+import { LONG_STATEMENT_TIMEOUT_MS, type Database } from '../db/database.js'
 import { aggregateVisitsSql } from './visit-aggregates.js'
 
 export interface RollupOptions {
@@ -63,7 +63,7 @@ async function rollUpOnce(database: Database, upTo: Date, options: RollupOptions
     )
     await query(`UPDATE "analytics"."Rollup" SET "rolledUpTo" = $1::timestamptz`, [span.to])
     return { visits: Number(summed.visits), rolledUpTo: new Date(span.to), more: span.more }
-  })
+  }, { statementTimeoutMs: LONG_STATEMENT_TIMEOUT_MS })
 }
 
 /** Sums every raw visit before `upTo` not summed yet; returns how many and where it stopped. */

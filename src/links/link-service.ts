@@ -173,7 +173,12 @@ async function updateWithoutReading(
     throw error
   }
   if (Object.keys(changes).length === 0) return null
-  await admit()
+  try {
+    await admit()
+  } catch {
+    // Over the quota (or no quota store): the full path says so, once its 404 and 400 have had their turn.
+    return null
+  }
   const where = { uniq: locator.uniq, workspaceId: caller.workspaceId, domain, slugKey: patch.id === undefined ? undefined : slugKey(patch.id) }
   const link = await updateLinkColumns(context.database, where, changes)
   if (!link) return null

@@ -25,7 +25,7 @@ import { MemoryQuotaStore } from '../rate-limits/memory-store.js'
 import { afterRefund, exhaustedWindow, quotaHeaders } from '../rate-limits/quota-headers.js'
 import { LateReservation, type QuotaDecision, type QuotaLimits, type QuotaOperation, type QuotaStore, type QuotaSubject, type QuotaTaken } from '../rate-limits/quota-store.js'
 import { RedisQuotaStore } from '../rate-limits/redis-store.js'
-import { firstConnection, RedisUnavailableError } from '../redis/redis-client.js'
+import { firstConnection } from '../redis/redis-client.js'
 import { workspaceLimits } from '../workspaces/workspace-repository.js'
 
 export interface RateLimitOptions {
@@ -105,6 +105,9 @@ declare module 'fastify' {
     quotaState: QuotaState | null
   }
 }
+
+/** ioredis's refusal of a command while it has no connection (enableOfflineQueue off): nothing reached Redis. */
+const neverSent = (error: unknown) => error instanceof Error && error.message.startsWith("Stream isn't writeable")
 
 /** A refund the store failed is tried again this often, this many times in all. */
 const REFUND_RETRY_MS = 1000
@@ -225,12 +228,13 @@ export default fp(
     }
 
     /**
-     * A refund that failed is tried again every second for a while, unless it was sent and only its answer was
-     * late (RedisUnavailableError with `late`): Redis runs it still, and a second one would free a slot that no
-     * request gave back (stricter than the quota, never looser).
+     * A refund that failed is tried again every second for a while, but only one that never left this process
+     * (ioredis refuses a command at once while disconnected): one that was sent may have run, answered late or
+     * lost with its connection, and a second would free a slot no request gave back. Stricter than the quota,
+     * never looser.
      */
     function refundAgainLater(taken: QuotaTaken, error: unknown, attempt = 1): void {
-      if (error instanceof RedisUnavailableError && error.late) return
+      if (!neverSent(error)) return
       if (attempt >= REFUND_ATTEMPTS) {
         app.log.warn({ err: error }, 'rate limits: a slot of a request that did not succeed could not be given back')
         return

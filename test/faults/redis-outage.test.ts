@@ -186,3 +186,36 @@ t.test('a Redis slower than requests wait for: the slots it takes after they gav
     t.same(statuses, [...Array(9).fill(201), 429], `${policy}: the 9 slots left are all there, and no more`)
   }
 })
+
+t.test('a refund whose answer is lost with its connection is not sent again: no quota overshoot', { skip: !REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  // Redis may have run it: a second refund would free a slot no request gave back (before: 4 updates went
+  // through against a quota of 3).
+  const { proxy, url: redisUrl } = await TcpProxy.inFrontOf(REDIS_URL!)
+  t.teardown(() => proxy.close())
+  const { database } = await openTestDatabase(t)
+  const { app } = await buildTestApp(t, {
+    database,
+    env: { REDIS_URL: redisUrl },
+    logger: errorLog().logger,
+    rateLimits: { keyPrefix: redisKeyPrefix(t) },
+  })
+  const { token } = await quotaWorkspace(database.prisma, 'refund lost', { hour: 3 })
+  const api = client(app, token)
+  const link = json(await api.create({ url: 'https://example.com/refund-lost' }, { autofill: false }))
+  t.equal((await api.update(link.uniq, { title: 'one' }, { autofill: false })).statusCode, 200, 'one of 3 slots used')
+
+  // The refund script's text (sent as EVAL the first time) marks the connection whose answers are then held.
+  proxy.holdRepliesTo('local key, bucket = KEYS[i], ARGV[i]')
+  const failing = api.update(999_999, { title: 'x' }) // a 404: its slot is given back as it is answered
+  // Cut before the request's 250 ms deadline: the refund fails for its lost connection, not for a late answer.
+  while (proxy.held === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+  await new Promise((resolve) => setTimeout(resolve, 80))
+  proxy.restore()
+  proxy.cut()
+  t.equal((await failing).statusCode, 404)
+  await new Promise((resolve) => setTimeout(resolve, 2500)) // past a retry, were there one
+
+  const statuses: number[] = []
+  for (let i = 0; i < 4; i++) statuses.push((await api.update(link.uniq, { title: `after ${i}` }, { autofill: false })).statusCode)
+  t.same(statuses, [200, 200, 429, 429], 'two slots left of three, no more')
+})

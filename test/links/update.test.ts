@@ -1,5 +1,6 @@
 /** Contract section 7: both update paths merge, null clears, identity cannot change, unknown links are 404. */
 import t from 'tap'
+import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
 
 const { app, prisma, database } = await buildTestApp(t)
@@ -299,4 +300,20 @@ t.test('autofill off, by uniq: the fields of the row in one UPDATE, with the ans
   sent.length = 0
   t.equal((await api.update(link.uniq, { tags: ['t'] }, off)).statusCode, 200)
   t.not(sent[0], 'UPDATE "Link" AS', 'tags: read first')
+
+  // Over the quota, a missing link is still a 404 and another domain or id a 400, as on the full path.
+  const fullToken = await createWorkspaceToken(prisma, { workspace: 'upd-full', defaultDomain: 'go.upd-full.test' })
+  await setLimits(prisma, { workspace: 'upd-full', hour: 1 })
+  const full = client(app, fullToken)
+  const own = json201(await full.create({ url: 'https://example.com/full', id: 'full' }, off))
+  t.equal((await full.update(own.uniq, { title: 'the one update' }, off)).statusCode, 200)
+  t.equal((await full.update(own.uniq, { title: 'one too many' }, off)).statusCode, 429)
+  t.equal((await full.update(987656, { title: 'x' }, off)).statusCode, 404, 'unknown link: 404, not 429')
+  t.equal((await full.update(own.uniq, { id: 'other', title: 'x' }, off)).statusCode, 400, 'another id: 400, not 429')
+  t.equal((await full.update(own.uniq, { domain: 'elsewhere.test', title: 'x' }, off)).statusCode, 400, 'another domain: 400, not 429')
 })
+
+function json201(response: { statusCode: number; body: string; json(): any }) {
+  if (response.statusCode !== 201) throw new Error(`${response.statusCode} ${response.body}`)
+  return response.json()
+}

@@ -89,6 +89,11 @@ export class TcpProxy {
     })
   }
 
+  /** Open connections whose answers are held since they sent the marker of holdRepliesTo. */
+  get held(): number {
+    return [...this.pairs].filter((pair) => pair.held).length
+  }
+
   /** Open connections through the proxy. */
   get open(): number {
     return this.pairs.size
