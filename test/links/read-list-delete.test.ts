@@ -4,6 +4,7 @@
  * isolation between workspaces on every route.
  */
 import t from 'tap'
+import { linkStatements } from '../support/link-statements.js'
 import { apiClient } from '../support/api-client.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 
@@ -111,17 +112,7 @@ t.test('DELETE: a link in no group takes one statement; one with a tag or folder
   const plain = await api.link({ url: 'https://example.com/plain', id: 'Plain' })
   const tagged = await api.link({ url: 'https://example.com/tagged', id: 'Tagged', tags: ['summer'] })
   // What the delete sends: the database's statements that name the links' table, and its transactions.
-  const sent: string[] = []
-  const { sql, transaction } = database
-  database.sql = (text, params, prepared) => {
-    if (text.includes('"Link"')) sent.push(text.trim().split(/\s+/).slice(0, 3).join(' '))
-    return sql(text, params, prepared)
-  }
-  database.transaction = (work) => {
-    sent.push('transaction')
-    return transaction(work)
-  }
-  t.teardown(() => Object.assign(database, { sql, transaction }))
+  const sent = linkStatements(t, database)
 
   t.equal((await api.delete(`/v1/links/${plain.uniq}`)).statusCode, 204)
   t.same(sent.splice(0), ['DELETE FROM "Link"'], 'by uniq: the DELETE alone')

@@ -1,5 +1,6 @@
 /** Contract section 7: both update paths merge, null clears, identity cannot change, unknown links are 404. */
 import t from 'tap'
+import { linkStatements } from '../support/link-statements.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
 
@@ -245,17 +246,7 @@ t.test('the update redirect-loop check covers the new destination', async (t) =>
 t.test('autofill off, by uniq: the fields of the row in one UPDATE, with the answers of the full path', async (t) => {
   const link = await newLink({ extraOptionsLinkRotator: [{ url: 'https://example.com/b', value: 30 }] })
   // What the update sends: the database's statements that name the links' table, and its transactions.
-  const sent: string[] = []
-  const { sql, transaction } = database
-  database.sql = (text, params, prepared) => {
-    if (text.includes('"Link"')) sent.push(text.trim().split(/\s+/).slice(0, 3).join(' '))
-    return sql(text, params, prepared)
-  }
-  database.transaction = (work) => {
-    sent.push('transaction')
-    return transaction(work)
-  }
-  t.teardown(() => Object.assign(database, { sql, transaction }))
+  const sent = linkStatements(t, database)
   const off = { autofill: false }
 
   const changes = {
