@@ -89,8 +89,8 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
   for (const [table, time] of tables) {
     await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."${table}" WHERE "${time}" < $1::timestamptz`, day)
   }
-  const yesterday = new Date(now.getTime() - 86_400_000).toISOString().slice(0, 10)
-  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, yesterday)
-  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."VisitBatch" WHERE "storedAt" < $1::timestamptz`, new Date(now.getTime() - 86_400_000).toISOString())
+  const dayAgo = new Date(now.getTime() - 86_400_000).toISOString()
+  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, dayAgo.slice(0, 10))
+  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."VisitBatch" WHERE "storedAt" < $1::timestamptz`, dayAgo)
   return expired
 }

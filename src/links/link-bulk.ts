@@ -39,6 +39,11 @@ const AUTOFILL_CONCURRENCY = 8
 /** New passwords hashed at once for one request (scrypt runs on libuv's pool of four threads). */
 const PASSWORD_HASH_CONCURRENCY = 2
 
+/** `work` for each item, `size` at a time: a group starts once the one before has finished. */
+async function inGroupsOf<T>(size: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
+  for (let start = 0; start < items.length; start += size) await Promise.all(items.slice(start, start + size).map(work))
+}
+
 export type BulkItemResult = { status: 201; link: StoredLink } | { status: number; problem: ProblemBody }
 
 /** The problem of one link, its field paths moved from /link/… to /links/<index>/…. */
@@ -115,19 +120,13 @@ export async function createLinks(
   let created = 0
   try {
     // Two at a time: libuv's other threads stay free for the visitors' password checks (hashNewPassword).
-    for (let start = 0; start < admitted.length; start += PASSWORD_HASH_CONCURRENCY) {
-      await Promise.all(admitted.slice(start, start + PASSWORD_HASH_CONCURRENCY).map((item) => hashNewPassword(item.settings, item.link)))
-    }
+    await inGroupsOf(PASSWORD_HASH_CONCURRENCY, admitted, (item) => hashNewPassword(item.settings, item.link))
     // Outside any transaction, a few at a time: each fetch may take the whole AUTOFILL_TIMEOUT_MS.
     if (request.autofill !== false) {
-      for (let start = 0; start < admitted.length; start += AUTOFILL_CONCURRENCY) {
-        await Promise.all(
-          admitted.slice(start, start + AUTOFILL_CONCURRENCY).map(async (item) => {
-            const autofill = await context.autofill.fill(item.settings.url, item.settings)
-            Object.assign(item.settings, autofill.filled)
-          }),
-        )
-      }
+      await inGroupsOf(AUTOFILL_CONCURRENCY, admitted, async (item) => {
+        const autofill = await context.autofill.fill(item.settings.url, item.settings)
+        Object.assign(item.settings, autofill.filled)
+      })
     }
     const store = async (item: Prepared) => {
       try {
