@@ -88,7 +88,6 @@ export const HEX_COLOR_PATTERN = '^#?([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$'
 /** What a failed pattern means, for the patterns the schemas use. */
 export const patternMessages: Record<string, string> = {
   '^[0-9]+$': 'must be a string of digits',
-  '^[0-9]{1,3}$': 'must be a string of digits',
   '^[A-Za-z0-9_-]+$': 'may contain only letters A-Z and a-z, digits, - and _',
   [HEX_COLOR_PATTERN]: 'must be a hex colour: rrggbb or rrggbbaa, with or without # (%23)',
 }

@@ -85,7 +85,7 @@ export const Geolocation = Type.Object(
   { $id: 'GeolocationInput', description: 'A per-country destination' },
 )
 
-const Weight = Type.Union([Type.Integer({ minimum: 1, maximum: 100 }), Type.String({ pattern: '^[0-9]{1,3}$' })], {
+const Weight = Type.Union([Type.Integer({ minimum: 1, maximum: 100 }), Type.String({ pattern: '^[0-9]+$', maxLength: 20 })], {
   description: 'Weight in percent, 1 to 100 (a number or a string of digits)',
 })
 

@@ -1,15 +1,21 @@
 /**
  * Decodes a page's bytes the way a browser picks the encoding (the HTML standard, simplified): a byte
  * order mark, else the charset of the Content-Type header, else a `<meta charset>` or `<meta http-equiv
- * content-type>` near the top, else UTF-8. Any label the WHATWG Encoding standard knows works (Node's
- * TextDecoder has them all: ISO-8859-1, Windows-1251, Shift_JIS, EUC-KR, GBK, …); an unknown label falls
- * is skipped. Bytes that do not decode become U+FFFD, never an error.
+ * content-type>` near the top, else UTF-8. Any label the WHATWG Encoding standard knows works (ISO-8859-1,
+ * Windows-1251, Shift_JIS, EUC-KR, GBK, …); an unknown label is skipped. Bytes that do not decode become
+ * U+FFFD, never an error.
+ *
+ * Node's TextDecoder names the encoding a label stands for (the standard's table: "latin1" and "iso-8859-1"
+ * mean windows-1252), and decodes the Unicode ones; iconv-lite decodes the legacy ones, because Node 20's
+ * TextDecoder reads windows-1252 as ISO-8859-1 (0x80 came out as a control character, not €).
  */
+import iconv from 'iconv-lite'
+import { TextDecoder } from 'node:util'
 
 /** How far into the page a `<meta>` charset declaration is looked for (the standard says 1024 bytes; pages are sloppier). */
 const META_SCAN_BYTES = 4096
 
-import { TextDecoder } from 'node:util'
+type Decode = (bytes: Uint8Array) => string
 
 const BOMS: [number[], string][] = [
   [[0xef, 0xbb, 0xbf], 'utf-8'],
@@ -22,17 +28,21 @@ export function decodeHtml(bytes: Uint8Array, contentType: string | null): strin
     if (mark.every((byte, i) => bytes[i] === byte)) return new TextDecoder(encoding).decode(bytes.subarray(mark.length))
   }
   // A label the Encoding standard does not know is ignored, as browsers do: the next source decides.
-  const decoder = knownDecoder(charsetOf(contentType ?? '')) ?? knownDecoder(metaCharset(bytes)) ?? new TextDecoder('utf-8')
-  return decoder.decode(bytes)
+  const decode = decoderFor(charsetOf(contentType ?? '')) ?? decoderFor(metaCharset(bytes)) ?? decoderFor('utf-8')!
+  return decode(bytes)
 }
 
-function knownDecoder(label: string | undefined): TextDecoder | undefined {
+function decoderFor(label: string | undefined): Decode | undefined {
   if (!label) return undefined
+  let decoder: TextDecoder
   try {
-    return new TextDecoder(label)
+    decoder = new TextDecoder(label)
   } catch {
     return undefined
   }
+  const { encoding } = decoder
+  if (encoding.startsWith('utf-') || !iconv.encodingExists(encoding)) return (bytes) => decoder.decode(bytes)
+  return (bytes) => iconv.decode(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), encoding)
 }
 
 function charsetOf(contentType: string): string | undefined {

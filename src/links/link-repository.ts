@@ -251,7 +251,8 @@ async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<Lin
   params.push(new Date().toISOString())
   const assignments = [
     ...values.map((value) => `${value.name} = ${value.placeholder}`),
-    ...fills.map((value) => `${value.name} = COALESCE(l.${value.name}, ${value.placeholder})`),
+    // Empty is empty whether stored as null or as "" (a title sent as ""): both take the page's value.
+    ...fills.map((value) => `${value.name} = COALESCE(NULLIF(l.${value.name}, ''), ${value.placeholder})`),
     `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`,
   ]
   const [row] = await sql<LinkRow>(
@@ -413,7 +414,7 @@ export async function updateLink(
       link.uniq,
     )
     if (!locked) return null
-    const filled = Object.fromEntries(Object.entries(fill).filter(([field]) => locked[field as MetadataField] === null))
+    const filled = Object.fromEntries(Object.entries(fill).filter(([field]) => !locked[field as MetadataField]))
     if (pixelIds !== undefined) {
       await tx.linkPixel.deleteMany({ where: { linkUniq: link.uniq } })
       await tx.linkPixel.createMany({ data: pixelIds.map((pixelId, position) => ({ linkUniq: link.uniq, pixelId, position })) })

@@ -215,6 +215,20 @@ t.test('charsets: header, <meta charset>, http-equiv', async (t) => {
       expected: 'Café crème',
     },
     {
+      // 0x80 to 0x9f are the letters windows-1252 adds to ISO-8859-1 (€, Ÿ, “”): Node 20's own decoder read them as C1 controls.
+      path: '/charset/windows-1252',
+      contentType: 'text/html',
+      declaration: '<meta charset="windows-1252">',
+      titleBytes: bytes('Caf', [0xe9], ' ', [0x80], ' ', [0x93], 'ok', [0x94], ' ', [0x9f]),
+      expected: 'Café € “ok” Ÿ',
+    },
+    {
+      path: '/charset/latin1-label',
+      contentType: 'text/html; charset=latin1',
+      titleBytes: bytes([0x80], '5'),
+      expected: '€5',
+    },
+    {
       path: '/charset/windows-1251',
       contentType: 'text/html',
       declaration: '<meta charset="windows-1251">',
@@ -503,6 +517,17 @@ t.test('update: changing only the note of a link with empty metadata fills it', 
   await expectLink(t, response, 'filled', FROM_PAGE, 200)
   t.equal(response.json().note, 'just a note')
   t.equal(fetches('/update/note'), 1)
+})
+
+t.test('update: fields stored as "" count as empty and are filled, on both ways of writing an update', async (t) => {
+  for (const [name, extra] of [['plain', {}], ['with pixels', { pixels: [{ platform: 'ga', value: 'G-EMPTY' }] }]] as const) {
+    const path = `/update/empty-strings-${name.replace(' ', '-')}`
+    serve(path, COMPLETE_PAGE)
+    const link = await bareLink('/update/empty-start', { title: '', description: '' })
+    t.equal(link.title, '', `${name}: stored as sent`)
+    const response = await api.update(link.uniq, { url: server.url(path), ...extra })
+    await expectLink(t, response, 'filled', FROM_PAGE, 200)
+  }
 })
 
 t.test('create: a slug already taken is 409 before any page is fetched', async (t) => {

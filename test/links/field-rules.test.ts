@@ -63,6 +63,8 @@ const rejections: Rejection[] = [
   { name: 'more than 250 geolocations', link: { ...base, extraOptionsGeolocations: Array.from({ length: 251 }, () => ({ url: 'https://example.com/', value: 'DE' })) }, errors: [{ path: '/link/extraOptionsGeolocations', message: /250/ }] },
   { name: 'rotator weight 0', link: { ...base, extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: 0 }] }, errors: [{ path: '/link/extraOptionsLinkRotator/0/value', message: 'must be >= 1' }] },
   { name: 'rotator weight "150"', link: { ...base, extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: '150' }] }, errors: [{ path: '/link/extraOptionsLinkRotator/0/value', message: 'must be a weight from 1 to 100' }] },
+  { name: 'rotator weight "1000"', link: { ...base, extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: '1000' }] }, errors: [{ path: '/link/extraOptionsLinkRotator/0/value', message: 'must be a weight from 1 to 100' }] },
+  { name: 'rotator weight "-5"', link: { ...base, extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: '-5' }] }, errors: [{ path: '/link/extraOptionsLinkRotator/0/value', message: /string of digits/ }] },
   { name: 'rotator weight 12.5', link: { ...base, extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: 12.5 }] }, errors: [{ path: '/link/extraOptionsLinkRotator/0/value', message: /integer/ }] },
   { name: 'rotator weights over 100', link: { ...base, extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: 60 }, { url: 'https://example.com/b', value: '50' }] }, errors: [{ path: '/link/extraOptionsLinkRotator', message: /add up to 110/ }] },
   { name: 'more than 20 rotator entries', link: { ...base, extraOptionsLinkRotator: Array.from({ length: 21 }, () => ({ url: 'https://example.com/', value: 1 })) }, errors: [{ path: '/link/extraOptionsLinkRotator', message: /20/ }] },
@@ -148,7 +150,7 @@ t.test('accepted: tolerant and normalised inputs', async (t) => {
     folderId: String(folder.id),
     pixels: [pixel.id, { platform: 'ga', value: 'UA-1', workspaceId: 12345, createdAt: 'whenever' }, { id: pixel.id, platform: 'gtm', value: 'GTM-1' }],
     extraOptionsGeolocations: [{ url: 'https://example.de/', value: 'de' }, { url: 'https://example.fr/', value: 'Fr' }],
-    extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: '40' }, { url: 'https://example.com/b', value: 60 }],
+    extraOptionsLinkRotator: [{ url: 'https://example.com/a', value: '0030' }, { url: 'https://example.com/b', value: 60 }, { url: 'https://example.com/c', value: '007' }],
     linkScripts: [script.id],
     linkExpiration: { enable: false, end: '2027-06-01T12:00:00+02:00', url: 'https://example.com/gone', timezone: -12 },
     passwordProtect: { enable: false },
@@ -163,7 +165,7 @@ t.test('accepted: tolerant and normalised inputs', async (t) => {
   t.equal(record.pixels.length, 2)
   t.match(record.pixels[1], { platform: 'ga', value: 'UA-1', workspaceId })
   t.same(record.extraOptionsGeolocations.map((g: { value: string }) => g.value), ['DE', 'FR'], 'codes stored upper-case')
-  t.same(record.extraOptionsLinkRotator.map((r: { value: number }) => r.value), [40, 60], 'weights stored as integers')
+  t.same(record.extraOptionsLinkRotator.map((r: { value: number }) => r.value), [30, 60, 7], 'weights stored as integers, leading zeros and all')
   t.same(record.linkExpiration, { enable: false, end: '2027-06-01T10:00:00.000Z', url: 'https://example.com/gone', timezone: -12 })
   t.same(record.passwordProtect, { enable: false })
 })
