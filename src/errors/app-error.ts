@@ -52,10 +52,14 @@ export const validationFailed = (errors: FieldErrorBody[], total = errors.length
 
 export const fieldError = (path: string, message: string) => validationFailed([{ path, message }])
 
-export const redirectLoop = (path: string, host: string) =>
-  new AppError(400, 'redirect_loop', `${path.replace(/^\//, '')} points to ${host}, a short domain of this service`, [
-    { path, message: `must not point to a short domain of this service (${host})` },
-  ])
+/** Each destination (its JSON pointer and host) that points to a short domain of this service. */
+export const redirectLoop = (...loops: { path: string; host: string }[]) =>
+  new AppError(
+    400,
+    'redirect_loop',
+    loops.map(({ path, host }) => `${path.replace(/^\//, '')} points to ${host}, a short domain of this service`).join('; '),
+    loops.map(({ path, host }) => ({ path, message: `must not point to a short domain of this service (${host})` })),
+  )
 
 export const slugReserved = (slug: string) =>
   new AppError(400, 'slug_reserved', `link/id "${slug}" is reserved for the service's own paths`, [
@@ -77,6 +81,14 @@ export const domainReserved = (domain: string) =>
     'domain_reserved',
     `The domain ${domain} is reserved for official integrations. Pass one of your workspace's domains in link.domain, ` +
       'or ask an operator to add one as its default (domain:add --default).',
+  )
+
+/** An update or delete of a link on a reserved domain by a token that is not official. */
+export const reservedLinkUnchangeable = (domain: string) =>
+  new AppError(
+    403,
+    'domain_reserved',
+    `The link is on ${domain}, a domain reserved for official integrations: only an official token may change or delete it.`,
   )
 
 export const domainNotAllowed = (domain: string) =>

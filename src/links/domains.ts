@@ -1,7 +1,7 @@
 import type { Config } from '../config/config.js'
 import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
-import { domainNotAllowed, domainReserved, fieldError } from '../errors/app-error.js'
+import { domainNotAllowed, domainReserved, fieldError, reservedLinkUnchangeable } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { CACHE_TTL_MS, domainsGeneration } from '../cache/change-notices.js'
 import { TtlCache } from '../cache/ttl-cache.js'
@@ -68,6 +68,17 @@ export async function resolveLinkDomain(
   }
   if ((await domainOwner(prisma, host)) !== caller.workspaceId) throw domainNotAllowed(host)
   return host
+}
+
+/**
+ * The domains whose links the caller may read but not change or delete: the reserved ones, unless the token is
+ * official (contract section 2: only official tokens may use them).
+ */
+export const domainsBarredFrom = (config: Config, caller: Caller): readonly string[] => (caller.official ? [] : config.reservedDomains)
+
+/** Refuses a change or delete of `link` when it is on a domain barred from the caller. */
+export function refuseReservedLinkWrite(config: Config, caller: Caller, link: { domain: string }): void {
+  if (domainsBarredFrom(config, caller).includes(link.domain)) throw reservedLinkUnchangeable(link.domain)
 }
 
 /** The short domains of this service among `hosts`: reserved ones and any workspace's. */

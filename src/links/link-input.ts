@@ -265,6 +265,6 @@ async function refuseRedirectLoops(settings: Partial<LinkSettings>, context: Inp
   const shortDomains = await shortDomainsAmong(context.prisma, context.config, [
     ...new Set(destinations.map(([, url]) => hostOf(url))),
   ])
-  const looping = destinations.find(([, url]) => shortDomains.has(hostOf(url)))
-  if (looping) throw redirectLoop(looping[0], hostOf(looping[1]))
+  const loops = destinations.filter(([, url]) => shortDomains.has(hostOf(url))).map(([path, url]) => ({ path, host: hostOf(url) }))
+  if (loops.length > 0) throw redirectLoop(...loops)
 }

@@ -3,7 +3,7 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { DomainSlugParams, LinkRecord, UniqIdParams } from '../../schemas/link.js'
 import { LinkList, ListLinksQuery } from '../../schemas/link-list.js'
 import { fieldError } from '../errors/app-error.js'
-import { noContentResponse, problemResponsesWith } from '../plugins/openapi-entity-responses.js'
+import { noContentResponse, problemResponsesWith, reservedLinkWrite } from '../plugins/openapi-entity-responses.js'
 import { successResponse } from '../plugins/openapi-responses.js'
 import { deleteLink, listLinks } from './link-read-service.js'
 import { linkRecord, linkRecords } from './link-record.js'
@@ -103,7 +103,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
         summary: 'Delete a link by its uniq',
         description: 'Deletes the link: its short address no longer redirects and its slug can be used again.',
         params: UniqIdParams,
-        response: { 204: deleted, ...problemResponsesWith({ 400: badUniqId }, 401, 404, 429, 500, 503) },
+        response: { 204: deleted, ...problemResponsesWith({ 400: badUniqId, 403: reservedLinkWrite }, 401, 404, 429, 500, 503) },
       },
     },
     async (request, reply) => {
@@ -122,7 +122,7 @@ export default async function linkReadRoutes(app: FastifyInstance, options: { li
         summary: 'Delete a link by its domain and slug',
         description: 'The slug is matched regardless of case.',
         params: DomainSlugParams,
-        response: { 204: deleted, ...problemResponsesWith({}, 401, 404, 429, 500, 503) },
+        response: { 204: deleted, ...problemResponsesWith({ 403: reservedLinkWrite }, 401, 404, 429, 500, 503) },
       },
     },
     async (request, reply) => {

@@ -6,6 +6,7 @@ import { parseInstant, type InstantBounds } from '../analytics/stats-range.js'
 import { fieldError, notFound } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { deleteLinkByUniq, deletePlainLink, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
+import { domainsBarredFrom, refuseReservedLinkWrite } from './domains.js'
 import { findLink, storedLocator, type LinkLocator, type LinkServiceContext } from './link-service.js'
 
 /**
@@ -67,13 +68,15 @@ export async function listLinks(
 export async function deleteLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<void> {
   const where = storedLocator(locator)
   // Most links are in no group: one statement deletes them and says which they were.
-  const plain = where && (await deletePlainLink(context.database, caller.workspaceId, where))
+  const plain = where && (await deletePlainLink(context.database, caller.workspaceId, where, domainsBarredFrom(context.config, caller)))
   if (plain) {
     context.onChange?.([plain])
     return
   }
-  // No such link (a 404), or one with a tag or folder, whose delete moves its group history.
+  // No such link (a 404), one on a reserved domain (a 403), or one with a tag or folder, whose delete moves its
+  // group history.
   const link = await findLink(context, caller, locator)
+  refuseReservedLinkWrite(context.config, caller, link)
   // Deleted by a concurrent request since it was found: this request did not delete it.
   if (!(await deleteLinkByUniq(context.database, caller.workspaceId, link.uniq))) throw notFound()
   context.onChange?.([link])

@@ -437,7 +437,7 @@ export async function updateLink(
  */
 export async function updateLinkColumns(
   database: Database,
-  where: { uniq: number; workspaceId: number; domain?: string; slugKey?: string },
+  where: { uniq: number; workspaceId: number; domain?: string; slugKey?: string; notOnDomains?: readonly string[] },
   changes: Partial<LinkSettings>,
 ): Promise<StoredLink | null> {
   return linkWriters(database.prisma).run(where.uniq, TRANSACTION_OPTIONS.timeout, async () => {
@@ -446,6 +446,7 @@ export async function updateLinkColumns(
     const conditions = ['l."uniq" = $1', 'l."workspaceId" = $2']
     if (where.domain !== undefined) conditions.push(`l."domain" = $${params.push(where.domain)}`)
     if (where.slugKey !== undefined) conditions.push(`l."slugKey" = $${params.push(where.slugKey)}`)
+    if (where.notOnDomains?.length) conditions.push(`l."domain" <> ALL($${params.push(where.notOnDomains)}::text[])`)
     const now = `$${params.push(new Date().toISOString())}::timestamp(3)`
     const changed = values.map((value) => `l.${value.name} IS DISTINCT FROM ${value.placeholder}`).join(' OR ')
     const [row] = await database.sql<LinkRow>(
@@ -544,18 +545,21 @@ export async function findLinksPage(database: Database, filter: LinkFilter, take
  * group history (deleteLinkByUniq). Such a link has no history to move, so the rollup's row is not taken: taking
  * it would make every delete take turns with the others and wait for a rollup under way. Should a change give the
  * link a tag or folder meanwhile, PostgreSQL checks the condition again on the changed row and deletes nothing.
+ * A link on one of `notOnDomains` is left for the caller to refuse (null).
  */
 export async function deletePlainLink(
   database: Database,
   workspaceId: number,
   locator: { uniq: number } | { domain: string; slug: string },
+  notOnDomains: readonly string[] = [],
 ): Promise<{ uniq: number; domain: string; slug: string } | null> {
-  const [where, params] =
+  const [where, params]: [string, unknown[]] =
     'uniq' in locator
       ? [`"uniq" = $1 AND "workspaceId" = $2`, [locator.uniq, workspaceId]]
       : [`"domain" = $1 AND "slugKey" = $2 AND "workspaceId" = $3`, [locator.domain, slugKey(locator.slug), workspaceId]]
+  const barred = notOnDomains.length > 0 ? ` AND "domain" <> ALL($${params.push(notOnDomains)}::text[])` : ''
   const [row] = await database.sql<{ uniq: number; domain: string; slug: string }>(
-    `DELETE FROM "Link" WHERE ${where} AND ${IN_NO_GROUP_SQL} RETURNING "uniq", "domain", "slug"`,
+    `DELETE FROM "Link" WHERE ${where}${barred} AND ${IN_NO_GROUP_SQL} RETURNING "uniq", "domain", "slug"`,
     params,
     'prepared',
   )

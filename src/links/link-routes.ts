@@ -11,6 +11,7 @@ import {
 } from '../../schemas/link.js'
 import { requireJsonBody } from '../plugins/json-body.js'
 import { AUTOFILL_HEADER, problemResponses, successResponse, withQuotaHeaders } from '../plugins/openapi-responses.js'
+import { problemResponse, reservedLinkWrite } from '../plugins/openapi-entity-responses.js'
 import { IDEMPOTENCY_KEY_NOTE, IdempotencyKeyHeaders, withIdempotencyAnswers } from '../plugins/openapi-idempotency.js'
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
 import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
@@ -35,6 +36,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     response: withQuotaHeaders({
       200: { ...successResponse('The link after the merge', LinkRecord), headers: AUTOFILL_HEADER },
       ...problemResponses(400, 401, 404, 413, 415, 429, 500, 503),
+      403: problemResponse(reservedLinkWrite),
     }),
   }
 

@@ -10,7 +10,7 @@ import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
 import { changesNothing } from './unchanged.js'
 import { AppError, fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
-import { resolveLinkDomain } from './domains.js'
+import { domainsBarredFrom, refuseReservedLinkWrite, resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
 import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, updateLinkColumns, type StoredLink } from './link-repository.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
@@ -53,10 +53,15 @@ export async function createLink(
   if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
 
   const settings: LinkSettings = { ...DEFAULT_SETTINGS, ...parsed, url: link.url }
-  await admit()
-  // A slug already taken would make the fetch wasted, and hold the quota slot for its whole length.
-  if (request.autofill !== false && link.id !== undefined && (await slugInUse(context.database, domain, link.id))) {
-    throw slugTaken(domain, link.id)
+  // A slug already taken would make the fetch wasted, and hold the quota slot for its whole length. Without a
+  // fetch the insert finds out for free; but a full quota must not hide the 409 (clients retry with a suffix on 409).
+  const taken = async () => link.id !== undefined && (await slugInUse(context.database, domain, link.id))
+  if (request.autofill !== false && (await taken())) throw slugTaken(domain, link.id!)
+  try {
+    await admit()
+  } catch (error) {
+    if (request.autofill === false && (await taken())) throw slugTaken(domain, link.id!)
+    throw error
   }
   await hashNewPassword(settings, link)
   // Outside any transaction: a fetch may take the whole AUTOFILL_TIMEOUT_MS.
@@ -149,9 +154,9 @@ const ONE_STATEMENT_FIELDS: ReadonlySet<string> = new Set<keyof LinkPatchBody>([
 
 /**
  * The common update (a client changes a title or a url, autofill off, by uniq) as one UPDATE, without reading the
- * link first: the read cost as much as the write. Null whenever the full path must decide: no such link, another
- * domain or id in the body (its 404 or 400), a 400 of the fields (after the 404 there, as always), or fields this
- * path does not write.
+ * link first: the read cost as much as the write. Null whenever the full path must decide: no such link, a link on
+ * a reserved domain and a token that is not official (its 403), another domain or id in the body (its 404 or
+ * 400), a 400 of the fields (after the 404 there, as always), or fields this path does not write.
  */
 async function updateWithoutReading(
   context: LinkServiceContext,
@@ -179,7 +184,13 @@ async function updateWithoutReading(
     // Over the quota (or no quota store): the full path says so, once its 404 and 400 have had their turn.
     return null
   }
-  const where = { uniq: locator.uniq, workspaceId: caller.workspaceId, domain, slugKey: patch.id === undefined ? undefined : slugKey(patch.id) }
+  const where = {
+    uniq: locator.uniq,
+    workspaceId: caller.workspaceId,
+    domain,
+    slugKey: patch.id === undefined ? undefined : slugKey(patch.id),
+    notOnDomains: domainsBarredFrom(context.config, caller),
+  }
   const link = await updateLinkColumns(context.database, where, changes)
   if (!link) return null
   context.onChange?.([link])
@@ -197,6 +208,7 @@ export async function updateLinkFields(
   const written = await updateWithoutReading(context, caller, locator, request, admit)
   if (written) return written
   const link = await findLink(context, caller, locator)
+  refuseReservedLinkWrite(context.config, caller, link)
   refuseIdentityChange(link, request.link)
   const changes = await parseLinkInput(request.link, {
     ...context,

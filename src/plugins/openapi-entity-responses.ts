@@ -5,7 +5,7 @@
  */
 import { Type, type TSchema } from '@sinclair/typebox'
 import { Problem } from '../../schemas/problem.js'
-import { tooManyRequests, type AppError } from '../errors/app-error.js'
+import { reservedLinkUnchangeable, tooManyRequests, type AppError } from '../errors/app-error.js'
 import { PROBLEM_MEDIA_TYPE, problemResponses } from './openapi-responses.js'
 
 /** A success without a body. `type: 'null'` lets Fastify accept the empty reply and the document show no content. */
@@ -27,7 +27,13 @@ const badTokenThrottle: ProblemCase = {
   headers: { 'Retry-After': Type.Integer({ minimum: 1, description: 'Seconds to wait before trying again' }) },
 }
 
-function problemResponse({ description, examples, headers }: ProblemCase) {
+/** The 403 of an update or delete of a link on a reserved domain (src/links/domains.ts). */
+export const reservedLinkWrite: ProblemCase = {
+  description: 'domain_reserved: the link is on a reserved domain, which only official tokens may change or delete',
+  examples: [reservedLinkUnchangeable('links.example')],
+}
+
+export function problemResponse({ description, examples, headers }: ProblemCase) {
   return {
     description,
     ...(headers ? { headers } : {}),

@@ -47,7 +47,7 @@ const problemExamples: Record<number, AppError[]> = {
   400: [
     fieldError('/link/url', formatMessages['http-url']),
     invalidJson('Unexpected end of JSON input'),
-    redirectLoop('/link/url', 'go.brand.com'),
+    redirectLoop({ path: '/link/url', host: 'go.brand.com' }),
     slugReserved('docs'),
   ],
   401: [unauthorized()],

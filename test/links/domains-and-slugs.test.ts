@@ -37,6 +37,40 @@ t.test('reserved domains need an official token, explicit or by default', async 
   t.equal(allowed.json().domain, OFFICIAL_DOMAIN)
 })
 
+t.test('a link on a reserved domain: other tokens of its workspace may read it, not change or delete it', async (t) => {
+  const colleagueToken = await createWorkspaceToken(prisma, { workspace: 'integration' })
+  const colleague = client(app, colleagueToken)
+  const as = (token: string, method: 'GET' | 'DELETE', path: string) => app.inject({ method, url: path, headers: { 'api-authorization': token } })
+  const plainLink = (await official.create({ url, id: 'kept-plain', domain: OFFICIAL_DOMAIN }, { autofill: false })).json()
+  // A tagged link is changed and deleted by the paths that move its group history: other ways in.
+  const taggedLink = (await official.create({ url, id: 'kept-tagged', domain: OFFICIAL_DOMAIN, tags: ['t'] }, { autofill: false })).json()
+  const stored = () => prisma.link.findMany({ where: { uniq: { in: [plainLink.uniq, taggedLink.uniq] } }, orderBy: { uniq: 'asc' } })
+  const before = await stored()
+
+  const attempts = {
+    'update by uniq, autofill off (one statement)': () => colleague.update(plainLink.uniq, { title: 'changed' }, { autofill: false }),
+    'update by uniq': () => colleague.update(plainLink.uniq, { title: 'changed' }),
+    'update by domain': () => colleague.updateByDomain(OFFICIAL_DOMAIN, 'KEPT-plain', { note: 'changed' }),
+    'update of a tagged link': () => colleague.update(taggedLink.uniq, { tags: ['other'] }, { autofill: false }),
+    'delete by uniq': () => as(colleagueToken, 'DELETE', `/v1/links/${plainLink.uniq}`),
+    'delete by domain': () => as(colleagueToken, 'DELETE', `/v1/links/by-domain/${OFFICIAL_DOMAIN}/kept-plain`),
+    'delete of a tagged link': () => as(colleagueToken, 'DELETE', `/v1/links/${taggedLink.uniq}`),
+  }
+  for (const [name, attempt] of Object.entries(attempts)) {
+    const response = await attempt()
+    t.equal(response.statusCode, 403, name)
+    t.equal(response.json().code, 'domain_reserved', name)
+    t.match(response.json().detail, /only an official token/, name)
+  }
+  t.same(await stored(), before, 'both links stored as they were')
+  t.equal((await as(colleagueToken, 'GET', `/v1/links/${plainLink.uniq}`)).statusCode, 200, 'reading is allowed')
+  t.equal((await colleague.update(999_999, { title: 'x' }, { autofill: false })).statusCode, 404, 'no such link is still a 404')
+
+  const changed = await official.update(plainLink.uniq, { title: 'by the integration' }, { autofill: false })
+  t.equal(changed.statusCode, 200, 'the official token may change it')
+  t.equal((await as(officialToken, 'DELETE', `/v1/links/${taggedLink.uniq}`)).statusCode, 204, 'and delete it')
+})
+
 t.test('a domain that is neither reserved nor the workspace\'s is 403 domain_not_allowed', async (t) => {
   for (const [api, domain] of [[plain, 'go.brand.test'], [brand, 'unknown.test'], [official, 'links.brand.test']] as const) {
     const before = await prisma.link.count()

@@ -222,4 +222,19 @@ t.test('redirect loops: a destination on a short domain of this service is refus
   t.equal((await api.create({ url: 'https://sub.go.rules.test/abc' })).statusCode, 201, 'another host is fine')
 })
 
+t.test('redirect loops: every looping destination is named', async (t) => {
+  const response = await api.create({
+    url: 'https://go.rules.test/abc',
+    extraOptionsGeolocations: [{ url: 'https://example.com/de', value: 'DE' }, { url: 'https://short.test/fr', value: 'FR' }],
+    extraOptionsLinkRotator: [{ url: 'https://alt.rules.test/x', value: 10 }],
+  })
+  t.equal(response.statusCode, 400)
+  t.equal(response.json().code, 'redirect_loop')
+  t.same(
+    response.json().errors.map((error: { path: string }) => error.path),
+    ['/link/url', '/link/extraOptionsGeolocations/1/url', '/link/extraOptionsLinkRotator/0/url'],
+  )
+  t.match(response.json().detail, /link\/url points to go\.rules\.test.*; link\/extraOptionsGeolocations\/1\/url points to short\.test/)
+})
+
 void otherToken

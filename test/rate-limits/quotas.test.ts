@@ -164,8 +164,12 @@ for (const { store, app } of apps) {
       t.equal((await api.create({ url: url(6) })).statusCode, 201)
       t.equal((await api.create({ url: url(7) })).statusCode, 201)
       t.equal((await api.create({ url: url(8) })).statusCode, 429, 'the whole quota was there, and no more')
-      const blocked = await api.create({ url: url(9), id: 'taken' })
-      t.equal(blocked.statusCode, 429, 'when the quota is used up, the limit answers before the link rules')
+      for (const autofill of [false, true]) {
+        const taken = await api.create({ url: url(9), id: 'TAKEN' }, { autofill })
+        t.equal(taken.statusCode, 409, `over the quota, a taken slug is still 409 (autofill ${autofill}): clients retry with a suffix on 409`)
+        const next = await api.create({ url: url(9), id: 'taken-2' }, { autofill })
+        t.equal(next.statusCode, 429, 'and the retry gets the 429')
+      }
     })
 
     t.test('updates that fail (404, 400) consume nothing', async (t) => {
