@@ -16,7 +16,7 @@ import type { VisitCounters } from '../plugins/redirects.js'
 import { visitorCountry } from './destination.js'
 import { evaluate, isExpired, NOT_FOUND, type Answer } from './evaluate.js'
 import type { RedirectView } from './redirect-view.js'
-import { sendAnswer, sendPage, type AnswerExtras } from './respond.js'
+import { sendAnswer, sendPage, sendRedirect, type AnswerExtras } from './respond.js'
 import { notFoundPage } from './pages/index.js'
 import { quietChildLogger } from './quiet-logger.js'
 import { codePointLength } from '../../schemas/formats.js'
@@ -70,6 +70,14 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       extras.unlocked ??
       (view.passwordHash === null || cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie))
     const answer = evaluate(view, { userAgent, country, query, unlocked }, redirects.now(), redirects.random)
+    if (extras.setCookie && (answer.kind === 'masking' || answer.kind === 'interstitial')) {
+      // The right password of a link that shows a page: 302 to the link's own address, whose GET (with the cookie)
+      // shows it and records the visit. A reload then does not post the form again, and the masked page's address
+      // is the short one.
+      reply.header('set-cookie', extras.setCookie)
+      sendRedirect(reply, request.url)
+      return reply
+    }
     counters[COUNTER[answer.kind]]++
     sendAnswer(reply, view, answer, extras)
     if (request.method !== 'HEAD') {

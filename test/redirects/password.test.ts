@@ -7,6 +7,7 @@ import { createHmac } from 'node:crypto'
 import t from 'tap'
 import { PASSWORD_WINDOW_MS } from '../../src/redirects/password-throttle.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
+import type { Visit } from '../../src/redirects/visits.js'
 import { buildTestApp, json } from '../support/test-app.js'
 import { acmeWorkspace, DESKTOP, pageHeaders, postPassword, visit } from './visit-support.js'
 
@@ -14,7 +15,8 @@ const SECRET = 'a-cookie-secret-of-at-least-32-characters'
 const T = Date.UTC(2031, 0, 1, 9, 0, 0)
 let now = T
 const clock = { now: () => now }
-const first = await buildTestApp(t, { env: { COOKIE_SECRET: SECRET }, redirects: clock })
+const recorded: Visit[] = []
+const first = await buildTestApp(t, { env: { COOKIE_SECRET: SECRET }, redirects: { ...clock, visits: { record: (visit) => void recorded.push(visit) } } })
 const { app, database } = first
 const { api, link } = await acmeWorkspace(first)
 t.beforeEach(() => {
@@ -120,12 +122,25 @@ t.test('a cookie opens its own link only, and only as signed', async (t) => {
   t.equal((await visit(noSecret, '/first-link', { headers: { cookie } })).statusCode, 200, 'nor a key of its own')
 })
 
-t.test('after the right password the evaluation goes on: a masked link shows its page', async (t) => {
-  await protectedLink('masked-secret', { masking: true })
-  const response = await postPassword(app, '/masked-secret', 'open sesame')
-  t.match(pageHeaders(response), { status: 200, ...PAGE })
-  t.match(response.body, /<iframe src="https:\/\/example\.com\/masked-secret"/)
-  t.match(String(response.headers['set-cookie']), /^sl_access_\d+=/)
+t.test('after the right password, a link that shows a page sends the visitor back to its own address, which shows it', async (t) => {
+  for (const [id, extra, expected] of [
+    ['masked-secret', { masking: true }, /<iframe src="https:\/\/example\.com\/masked-secret\?ref=mail"/],
+    ['pixel-secret', { pixels: [{ platform: 'ga', value: 'G-SECRET' }] }, /G-SECRET/],
+  ] as const) {
+    await protectedLink(id, extra)
+    const recordedBefore = recorded.length
+    const response = await postPassword(app, `/${id}?ref=mail`, 'open sesame')
+    t.equal(response.statusCode, 302, `${id}: the POST is answered by a redirect (a reload does not post the form again)`)
+    t.equal(response.headers.location, `/${id}?ref=mail`, `${id}: to the link's own address, query and all`)
+    const setCookie = String(response.headers['set-cookie'])
+    t.match(setCookie, /^sl_access_\d+=/)
+    t.equal(recorded.length, recordedBefore, `${id}: no visit recorded for the POST`)
+    const page = await visit(app, `/${id}?ref=mail`, { headers: { cookie: cookieOf(setCookie) } })
+    t.match(pageHeaders(page), { status: 200, ...PAGE }, `${id}: the GET shows the page`)
+    t.match(page.body, expected)
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(recorded.length, recordedBefore + 1, `${id}: and records the visit, once`)
+  }
 })
 
 t.test('what the form address does with other posts', async (t) => {

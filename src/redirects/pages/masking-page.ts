@@ -1,7 +1,11 @@
 /**
  * Masking: the short address stays in the address bar and the destination fills the whole viewport in a
- * frame. The frame may load the destination's origin and nothing else; a destination that forbids framing
- * (X-Frame-Options, frame-ancestors) shows the browser's own message, which no page of ours can change.
+ * frame. The frame may load any https origin (and http ones for an http destination): destinations often move
+ * to another host of their site (example.com → www.example.com, a sign-in page, a tracker's redirect), and a
+ * frame-src of the first origin alone showed the browser's "content is blocked" instead. The page itself runs
+ * no script, so the wider frame-src frames nothing the destination could not open in its frame anyway. A
+ * destination that forbids framing (X-Frame-Options, frame-ancestors) shows the browser's own message, which no
+ * page of ours can change.
  */
 import { allow, baseDirectives, cspString, newNonce } from './csp.js'
 import { html, httpOrigin, httpUrl } from './html.js'
@@ -19,7 +23,7 @@ export function maskingPage(link: PageLink, destination: string): Page {
   const favicon = httpUrl(link.favicon)
   const directives = baseDirectives(nonce)
   const frameOrigin = httpOrigin(src)
-  if (frameOrigin) allow(directives, { 'frame-src': [frameOrigin] })
+  if (frameOrigin) allow(directives, { 'frame-src': frameOrigin.startsWith('http:') ? ['http:', 'https:'] : ['https:'] })
   const faviconOrigin = httpOrigin(favicon)
   if (faviconOrigin) allow(directives, { 'img-src': [faviconOrigin] })
   const body = src ? html`<iframe src="${src}" title="${title}" allow="fullscreen; clipboard-write"></iframe>` : ''

@@ -110,13 +110,21 @@ export async function screenshot(page: Page, name: string): Promise<string> {
   return path
 }
 
-/** A stand-in for the destination site ("example.test"): a small page that names the path it was opened at. */
+/**
+ * A stand-in for the destination site ("example.test", also as "www.example.test"): a small page that names the
+ * path it was opened at; `/to-www/<path>` moves to www.example.test/<path>.
+ */
 export async function startDestination(t: Teardown): Promise<{ server: FastifyInstance; port: number; visits: string[] }> {
   const server = Fastify()
   const visits: string[] = []
   server.get('/*', async (request, reply) => {
     visits.push(request.url)
     if (request.url === '/favicon.ico') return reply.code(404).send()
+    // As many sites do (example.com → www.example.com): a move to another host of the site.
+    if (request.url.startsWith('/to-www/')) {
+      const port = (server.server.address() as AddressInfo).port
+      return reply.redirect(`http://www.example.test:${port}${request.url.slice('/to-www'.length)}`, 301)
+    }
     const path = request.url.replace(/[<>&"']/g, '')
     return reply.type('text/html; charset=utf-8').send(`<!doctype html><html><head><meta name="viewport" content="width=device-width">
 <title>Destination</title><style>body{font:18px system-ui,sans-serif;margin:0;padding:2rem;background:#e8f5e9;color:#1b5e20}</style></head>
@@ -138,7 +146,7 @@ export async function startVisitorSide(t: Teardown) {
   await testApp.app.listen({ port: 0, host: '127.0.0.1' })
   const port = (testApp.app.server.address() as AddressInfo).port
   const destination = await startDestination(t)
-  const hosts = [SHORT_DOMAIN, 'example.test']
+  const hosts = [SHORT_DOMAIN, 'example.test', 'www.example.test']
   const browser = await launchBrowser(t, hosts)
   return {
     ...testApp,

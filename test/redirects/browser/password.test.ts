@@ -7,6 +7,7 @@ import { screenshot, startVisitorSide, DESKTOP } from './browser.js'
 
 const side = await startVisitorSide(t)
 await side.link({ id: 'secret', url: side.destination.url('/secret?from=form'), passwordProtect: { enable: true, password: 'open sesame' } })
+await side.link({ id: 'masked-secret', url: side.destination.url('/masked'), masking: true, passwordProtect: { enable: true, password: 'open sesame' } })
 
 t.test('wrong password: 401 and the message; right password: the destination; then the cookie skips the form', async (t) => {
   const visit = await side.open()
@@ -39,6 +40,26 @@ t.test('wrong password: 401 and the message; right password: the destination; th
     t.equal(page.url(), side.destination.url('/secret?from=form'), `${spelling}: no form`)
   }
   t.same(visit.thirdParty, [])
+  t.same(visit.dialogs, [])
+  t.same(visit.console.filter((line) => /Content Security Policy/.test(line)), [], 'no CSP violation')
+  await visit.context.close()
+})
+
+t.test('a masked link: after the right password the short address shows the frame, and a reload posts nothing', async (t) => {
+  const visit = await side.open()
+  const { page } = visit
+  await page.goto(side.short('masked-secret'))
+  await page.fill('input[name=password]', 'open sesame')
+  const [shown] = await Promise.all([page.waitForNavigation(), page.click('button[type=submit]')])
+  t.equal(shown?.status(), 200)
+  t.equal(shown?.request().method(), 'GET', 'the page is the answer of a GET')
+  t.equal(shown?.request().redirectedFrom()?.method(), 'POST', 'that the form post was redirected to')
+  t.equal(page.url(), side.short('masked-secret'), 'the address bar shows the short address')
+  const frame = page.frameLocator('iframe')
+  t.equal(await frame.locator('#destination').textContent(), 'Destination page', 'the destination in the frame')
+  const reloaded = await page.reload()
+  t.equal(reloaded?.request().method(), 'GET', 'a reload asks again with GET, not the form')
+  t.equal(reloaded?.status(), 200)
   t.same(visit.dialogs, [])
   t.same(visit.console.filter((line) => /Content Security Policy/.test(line)), [], 'no CSP violation')
   await visit.context.close()
