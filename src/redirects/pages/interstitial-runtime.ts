@@ -3,14 +3,19 @@
  * what it needs from the page's JSON data block, so nothing a link holds is ever JavaScript source.
  *
  * Order: (consent, when asked) → each pixel's stub and init, its scripts → the workspace scripts → the
- * destination once everything has loaded (plus a short pause for the beacons) or after MAX_WAIT_MS,
- * whichever comes first → with deep linking, the app first and the web address when the page is still
- * showing 1.5 s later.
+ * destination once the page has gone quiet, or after MAX_WAIT_MS, whichever comes first → with deep linking, the
+ * app first and the web address when the page is still showing 1.5 s later.
+ *
+ * "Quiet": every script with a `src` in the page has loaded or failed (those a vendor's loader or a workspace
+ * snippet adds are seen by a MutationObserver), and no request of the page has ended for QUIET_MS (the
+ * PerformanceObserver sees each image, fetch or script end). Tags load in steps (a loader, its library, then a
+ * beacon), and a beacon still on its way when the page leaves is cut off: leaving as soon as our own scripts had
+ * loaded lost them.
  */
 import { PIXEL_TAGS } from './pixel-tags.js'
 
 export const MAX_WAIT_MS = 1000
-const SETTLE_MS = 250
+const QUIET_MS = 400
 const APP_FALLBACK_MS = 1500
 
 const tagFunctions = Object.entries(PIXEL_TAGS)
@@ -48,12 +53,11 @@ function addScript(attributes, text, whenDone) {
   for (var i = 0; i < attributes.length; i++) script.setAttribute(attributes[i].name, attributes[i].value);
   if (nonce) script.nonce = nonce;
   if (text) script.text = text;
-  if (script.src && whenDone) script.onload = script.onerror = whenDone;
+  if (script.src && whenDone) { script.addEventListener('load', whenDone); script.addEventListener('error', whenDone) }
   d.body.appendChild(script);
-  return Boolean(script.src);
 }
 
-function workspaceScript(snippet, track) {
+function workspaceScript(snippet) {
   if (snippet.kind === 'js') return addScript([], snippet.content, null);
   var fragment = d.createRange().createContextualFragment(snippet.content);
   // Scripts are re-created so that each one carries the page's nonce and runs once inserted.
@@ -69,35 +73,58 @@ function workspaceScript(snippet, track) {
     for (var a = 0; a < old.attributes.length; a++) script.setAttribute(old.attributes[a].name, old.attributes[a].value);
     if (nonce) script.nonce = nonce;
     script.text = old.text;
-    if (script.src) track(script);
     holders[i].parentNode.replaceChild(script, holders[i]);
   });
 }
 
 function start() {
+  if (data.pixels.length === 0 && data.scripts.length === 0) return leave();
   var pending = 0;
-  var deadline = setTimeout(leave, ${MAX_WAIT_MS});
-  // The pause for the beacons never runs past the deadline: whichever comes first leaves.
-  function loaded() {
-    if (--pending === 0) setTimeout(leave, ${SETTLE_MS});
+  var quiet = null;
+  var tracked = typeof WeakSet === 'function' ? new WeakSet() : null;
+  setTimeout(leave, ${MAX_WAIT_MS});
+  // Called whenever something ends: the quiet period starts again once no script is loading.
+  function settle() {
+    clearTimeout(quiet);
+    if (pending === 0) quiet = setTimeout(leave, ${QUIET_MS});
   }
-  function track(script) { pending++; script.onload = script.onerror = loaded }
+  function track(script) {
+    if (!script.src || (tracked && tracked.has(script))) return;
+    if (tracked) tracked.add(script);
+    pending++;
+    clearTimeout(quiet);
+    var ended = false;
+    function end() { if (!ended) { ended = true; pending--; settle() } }
+    script.addEventListener('load', end);
+    script.addEventListener('error', end);
+  }
+  function trackAdded(records) {
+    records.forEach(function (record) {
+      Array.prototype.forEach.call(record.addedNodes, function (node) {
+        if (node.nodeName === 'SCRIPT') track(node);
+        else if (node.querySelectorAll) Array.prototype.forEach.call(node.querySelectorAll('script'), track);
+      });
+    });
+  }
+  var watcher = w.MutationObserver ? new MutationObserver(trackAdded) : null;
+  if (watcher) watcher.observe(d.documentElement, { childList: true, subtree: true });
+  try { new PerformanceObserver(settle).observe({ type: 'resource' }) } catch (e) {}
   data.pixels.forEach(function (pixel) {
     var tag = TAGS[pixel.platform];
     try { tag.init(pixel.ids, w) } catch (e) {}
     var waiting = pixel.scripts.length;
     pixel.scripts.forEach(function (src) {
-      pending++;
       addScript([{ name: 'src', value: src }, { name: 'async', value: '' }], '', function () {
         if (--waiting === 0 && tag.ready) { try { tag.ready(pixel.ids, w) } catch (e) {} }
-        loaded();
       });
     });
   });
   data.scripts.forEach(function (snippet) {
-    try { workspaceScript(snippet, track) } catch (e) {}
+    try { workspaceScript(snippet) } catch (e) {}
   });
-  if (pending === 0) { clearTimeout(deadline); leave() }
+  // What was added so far, at once (the observer reports later): then the first quiet period.
+  if (watcher) trackAdded(watcher.takeRecords());
+  settle();
 }
 
 if (!data.consent) return start();

@@ -5,6 +5,7 @@
  */
 import t from 'tap'
 import { PLATFORMS } from '../../../schemas/link.js'
+import type { Route } from 'playwright-core'
 import { ANDROID_UA, DESKTOP, IPHONE_UA, screenshot, startVisitorSide, type Visit } from './browser.js'
 
 const side = await startVisitorSide(t)
@@ -113,6 +114,43 @@ t.test('a tag that loads late: the page still leaves at the one-second deadline'
   await visit.page.clock.runFor(150)
   await visit.page.waitForURL(side.destination.url('/late-tag'), { timeout: 5000 })
   t.pass('at the destination by 1,050 ms, though the tag loaded at 900 ms (the pause after it would end at 1,150)')
+  await visit.context.close()
+})
+
+t.test('what tags send in steps (a loader, its library, a beacon) is sent before the page leaves', async (t) => {
+  // The usual vendor snippet: inline code that adds the library, which then sends a beacon; and a snippet of
+  // plain JavaScript that sends beacons itself. Each answer of the vendor takes 250 ms.
+  const loader = await script(
+    'Vendor loader',
+    "<script>var s = document.createElement('script'); s.async = true; s.src = 'https://cdn.vendor.example/tag.js'; document.head.appendChild(s)</script>",
+  )
+  const beacons = await script('Beacons', "fetch('https://beacon.vendor.example/js-fetch', { mode: 'no-cors' }); new Image().src = 'https://beacon.vendor.example/js-image'")
+  await side.link({ id: 'stepwise', url: side.destination.url('/stepwise'), linkScriptEnable: true, linkScripts: [loader, beacons] })
+  const visit = await side.open()
+  const destination = side.destination.url('/stepwise')
+  // In order: each vendor request answered in full, and the page's move to the destination.
+  const events: string[] = []
+  visit.page.on('request', (request) => {
+    if (request.url() === destination) events.push('destination')
+  })
+  const slowly = async (route: Route, type: string, body: string) => {
+    await new Promise((resolve) => setTimeout(resolve, 250))
+    await route.fulfill({ status: 200, contentType: type, body }).then(
+      () => events.push(route.request().url()),
+      () => events.push(`cut off: ${route.request().url()}`),
+    )
+  }
+  await visit.page.route('https://cdn.vendor.example/**', (route) => slowly(route, 'application/javascript', "new Image().src = 'https://beacon.vendor.example/library'"))
+  await visit.page.route('https://beacon.vendor.example/**', (route) => slowly(route, 'image/gif', ''))
+  await visit.page.goto(side.short('stepwise'))
+  await visit.page.waitForURL(destination, NAVIGATION)
+  t.same(
+    [...events].sort(),
+    ['https://cdn.vendor.example/tag.js', 'https://beacon.vendor.example/js-fetch', 'https://beacon.vendor.example/js-image', 'https://beacon.vendor.example/library', 'destination'].sort(),
+    'the library and every beacon answered before the page left',
+  )
+  t.equal(events.at(-1), 'destination')
+  t.same(cspViolations(visit), [])
   await visit.context.close()
 })
 
