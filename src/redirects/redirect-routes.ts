@@ -120,18 +120,23 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     }
   }
 
-  // A warm link is answered synchronously: no promise in between, and nothing returned (a returned reply
-  // would make Fastify wait for the response to finish).
+  /**
+   * A visit of `/<slug>`. A warm link is answered synchronously: no promise in between, and nothing returned (a
+   * returned reply would make Fastify wait for the response to finish).
+   */
+  function visitSlug(request: FastifyRequest, reply: FastifyReply, host: string, slug: string) {
+    const view = SLUG.test(slug) ? redirects.lookup(host, slug) : null
+    if (view instanceof Promise) return view.then((loaded) => answerVisit(request, reply, loaded))
+    answerVisit(request, reply, view)
+  }
+
   app.get<SlugRoute>('/:slug', visitorRoute, function visit(request, reply) {
     const host = shortHost(request)
     if (host === null) {
       notARoute(reply)
       return
     }
-    const { slug } = request.params
-    const view = SLUG.test(slug) ? redirects.lookup(host, slug) : null
-    if (view instanceof Promise) return view.then((loaded) => answerVisit(request, reply, loaded))
-    answerVisit(request, reply, view)
+    return visitSlug(request, reply, host, request.params.slug)
   })
 
   app.post<SlugRoute>(
@@ -199,9 +204,13 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     return reply.code(404).header('cache-control', 'public, max-age=86400').send()
   })
 
-  // Any other path of a short domain (`/`, `/a/b`) is no link: the 404 page, not the API's JSON.
-  app.get('/*', visitorRoute, (request, reply) => {
-    if (shortHost(request) === null) return notARoute(reply)
+  // `/<slug>/` is the link (an address typed or pasted with a slash at the end); any other path of a short domain
+  // (`/`, `/a/b`) is no link: the 404 page, not the API's JSON.
+  app.get<{ Params: { '*': string } }>('/*', visitorRoute, (request, reply) => {
+    const host = shortHost(request)
+    if (host === null) return notARoute(reply)
+    const slash = request.params['*'].indexOf('/')
+    if (slash > 0 && slash === request.params['*'].length - 1) return visitSlug(request, reply, host, request.params['*'].slice(0, -1))
     counters.notFound++
     return sendPage(reply, notFoundPage())
   })

@@ -34,6 +34,18 @@ t.test('slugs match in any case; the Host header in any case, with a port or a f
   }
 })
 
+t.test('a slash at the end is the same link; any other path below a slug is not', async (t) => {
+  for (const path of ['/summer/', '/SUMMER/?utm_source=mail']) {
+    const response = await visit(app, path)
+    t.equal(response.statusCode, 302, path)
+    t.equal(response.headers.location, `https://example.com/summer-sale${path.includes('?') ? '?utm_source=mail' : ''}`, path)
+    t.equal((await visit(app, path, { method: 'HEAD' })).statusCode, 302, `HEAD ${path}`)
+  }
+  for (const path of ['/summer//', '/summer/x', '/summer/x/', '/nothing-here/', '/not.a.slug/']) {
+    t.equal((await visit(app, path)).statusCode, 404, path)
+  }
+})
+
 t.test('DEFAULT_DOMAIN and the other reserved domains are short domains too', async (t) => {
   const official = client(app, await createWorkspaceToken(prisma, { workspace: 'official', official: true }))
   for (const domain of [DEFAULT_DOMAIN, OFFICIAL_DOMAIN]) {

@@ -39,7 +39,10 @@ const APPS: App[] = [
     ios: (url) => {
       if (url.hostname === 'youtu.be') {
         const [id] = segments(url)
-        return id ? `youtube://www.youtube.com/watch?v=${encodeURIComponent(id)}` : 'youtube://'
+        if (!id) return 'youtube://'
+        // The short form's parameters (t=42, the visit's utm_*) go along, after the video's own v.
+        const query = new URLSearchParams([['v', id], ...[...url.searchParams].filter(([name]) => name !== 'v')])
+        return `youtube://www.youtube.com/watch?${query}`
       }
       return schemeOf('youtube', url)
     },

@@ -60,7 +60,9 @@ for (const [app, destination, iosUrl, androidPackage] of APPS) {
 
 t.test('other shapes of the apps’ addresses', async (t) => {
   const ios = (url: string) => appLinkFor(url, 'ios')?.url ?? null
-  t.equal(ios('https://youtu.be/dQw4w9WgXcQ?t=42'), 'youtube://www.youtube.com/watch?v=dQw4w9WgXcQ')
+  t.equal(ios('https://youtu.be/dQw4w9WgXcQ?t=42&utm_source=mail'), 'youtube://www.youtube.com/watch?v=dQw4w9WgXcQ&t=42&utm_source=mail', 'the parameters go along')
+  t.equal(ios('https://youtu.be/dQw4w9WgXcQ'), 'youtube://www.youtube.com/watch?v=dQw4w9WgXcQ')
+  t.equal(ios('https://youtu.be/dQw4w9WgXcQ?v=other'), 'youtube://www.youtube.com/watch?v=dQw4w9WgXcQ', "the path's video wins")
   t.equal(ios('https://m.youtube.com/@nasa'), 'youtube://m.youtube.com/@nasa')
   t.equal(ios('https://instagram.com/explore/tags/space/'), 'instagram://tag?name=space')
   t.equal(ios('https://www.instagram.com/p/C8abcdEF/'), null, 'no app form for a post: a plain redirect')
