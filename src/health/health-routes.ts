@@ -1,8 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../errors/app-error.js'
-import { headersTooLarge } from '../errors/http-errors.js'
-import { problemResponsesWith } from '../plugins/openapi-entity-responses.js'
 import { ALWAYS_ANSWERED, type OverloadReason } from '../plugins/overload.js'
 
 const Status = Type.Object({ status: Type.String() })
@@ -13,17 +11,6 @@ const OVERLOAD_STATUS: Record<OverloadReason, string> = {
   database_pool: 'overloaded: database pool saturated',
 }
 const RetryAfter = { 'Retry-After': Type.Integer({ minimum: 1, description: 'Seconds to wait before asking again' }) }
-
-/**
- * What a probe can get besides its answer: the HTTP layer's refusal of a request it cannot read (any route
- * can get it; on these routes it is the only client error, and a document needs one per operation).
- */
-const probeErrors = problemResponsesWith({
-  431: {
-    description: 'headers_too_large: the request line and headers are too large; the connection is closed',
-    examples: [headersTooLarge()],
-  },
-})
 
 /**
  * Public: probes carry no token (`security: []` overrides the document's global requirement). Never refused
@@ -48,7 +35,7 @@ export default async function healthRoutes(app: FastifyInstance) {
         operationId: 'getHealth',
         summary: 'Liveness: the process answers',
         description: 'Answers 200 as long as the process can serve requests; it checks nothing else. No token needed.',
-        response: { 200: { description: 'The process is alive', content: { 'application/json': { schema: Status } } }, ...probeErrors },
+        response: { 200: { description: 'The process is alive', content: { 'application/json': { schema: Status } } } },
       },
     },
     async () => ({ status: 'ok' }),
@@ -69,7 +56,6 @@ export default async function healthRoutes(app: FastifyInstance) {
           'requests 503 `unavailable` at once. No token needed.',
         response: {
           200: { description: 'Ready', content: { 'application/json': { schema: Status, example: { status: 'ready' } } } },
-          ...probeErrors,
           503: {
             description:
               'Not ready: `database unreachable`, `overloaded: event loop saturated` or `overloaded: database pool saturated`',

@@ -42,7 +42,8 @@ export default async function metricsRoutes(app: FastifyInstance, options: { met
           'redirect cache, rate-limit refusals, autofill, the visit buffer, the database pools, Redis, overload refusals ' +
           'and the process (see the README, "Monitoring"). No API token; when the service has METRICS_TOKEN set, ' +
           '`Authorization: Bearer <METRICS_TOKEN>`. Keep it off the internet. Answered even when the instance is overloaded.',
-        security: [],
+        // No credentials, or METRICS_TOKEN as a bearer token when the service has one set.
+        security: [{}, { metricsToken: [] }],
         response: {
           200: {
             description: 'The metrics',

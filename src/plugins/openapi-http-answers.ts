@@ -1,37 +1,50 @@
 /**
  * What the HTTP layer answers on a route before its handler runs, documented once here for every route it
  * applies to instead of in each route file (an onRoute hook of src/plugins/openapi.ts):
+ * - every route: 408 request_timeout and 431 headers_too_large (src/plugins/http-server.ts), and 503 unavailable
+ *   while the instance shuts down (src/plugins/graceful-close.ts);
  * - a route with path parameters: 400 bad_request for a parameter that is not valid percent-encoding and
- *   414 uri_too_long for one over the router's limit (src/plugins/http-server.ts);
+ *   414 uri_too_long for one over the router's limit;
  * - a route whose method has a body, DELETE included (Fastify reads a body on any method but GET and HEAD):
  *   400 invalid_json, 413 payload_too_large and 415 unsupported_media_type.
- * A response the route documents already keeps its description and gains the missing examples.
+ * A response the route documents already keeps its description and gains the missing examples (and the
+ * problem+json content, where the route's own answer of that status is another type: /readyz's 503).
  */
 import { Type } from '@sinclair/typebox'
 import type { RouteOptions } from 'fastify'
 import { Problem } from '../../schemas/problem.js'
 import { invalidJson, payloadTooLarge, unsupportedMediaType, type AppError } from '../errors/app-error.js'
-import { badPercentEncoding, uriTooLong } from '../errors/http-errors.js'
+import { badPercentEncoding, headersTooLarge, requestTimeout, shuttingDown, uriTooLong } from '../errors/http-errors.js'
 import { BODY_LIMIT } from './errors.js'
 import { MAX_PARAM_LENGTH } from './http-server.js'
 import { PROBLEM_MEDIA_TYPE } from './openapi-responses.js'
 
-interface DocumentedProblem {
+interface DocumentedResponse {
   description: string
   headers?: unknown
-  content: { [PROBLEM_MEDIA_TYPE]: { schema: unknown; examples: Record<string, { value: unknown }> } }
+  content: Record<string, { schema: unknown; examples?: Record<string, { value: unknown }> }>
 }
 
 interface HttpAnswer {
   error: AppError
   /** What the description says of it. */
   when: string
+  headers?: Record<string, unknown>
 }
+
+const RETRY_AFTER = { 'Retry-After': Type.Integer({ minimum: 1, description: 'Seconds to wait before trying again' }) }
+
+/** What any route can get. */
+const EVERY_ROUTE: HttpAnswer[] = [
+  { error: requestTimeout(), when: 'request_timeout: the headers did not arrive within 10 s, or the whole request within 30 s' },
+  { error: headersTooLarge(), when: 'headers_too_large: the request line and headers are over 16 KiB; the connection is closed' },
+  { error: shuttingDown(), when: 'unavailable: the instance is shutting down (Connection: close); send it again', headers: RETRY_AFTER },
+]
 
 const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 function answersOf(route: RouteOptions): HttpAnswer[] {
-  const answers: HttpAnswer[] = []
+  const answers: HttpAnswer[] = [...EVERY_ROUTE]
   if (route.url.includes(':')) {
     answers.push(
       { error: badPercentEncoding(), when: 'bad_request: a path parameter is not valid percent-encoded UTF-8' },
@@ -51,17 +64,19 @@ function answersOf(route: RouteOptions): HttpAnswer[] {
 
 /** Adds the HTTP layer's answers to the route's documented responses (a new object: route files share theirs). */
 export function documentHttpAnswers(route: RouteOptions): void {
-  const responses = route.schema?.response as Record<string, DocumentedProblem> | undefined
+  const responses = route.schema?.response as Record<string, DocumentedResponse> | undefined
   if (!responses || route.schema?.hide) return
-  const documented: Record<string, DocumentedProblem> = { ...responses }
-  for (const { error, when } of answersOf(route)) {
+  const documented: Record<string, DocumentedResponse> = { ...responses }
+  for (const { error, when, headers } of answersOf(route)) {
     const current = documented[error.status]
-    const examples = current?.content[PROBLEM_MEDIA_TYPE].examples ?? {}
+    const examples = current?.content[PROBLEM_MEDIA_TYPE]?.examples ?? {}
     if (error.code in examples) continue
     documented[error.status] = {
       ...current,
       description: current ? `${current.description}; ${when}` : when,
+      ...(headers && !current?.headers ? { headers } : {}),
       content: {
+        ...current?.content,
         [PROBLEM_MEDIA_TYPE]: {
           schema: Type.Ref(Problem),
           examples: { ...examples, [error.code]: { value: error.toProblem() } },

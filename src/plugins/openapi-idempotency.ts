@@ -15,10 +15,11 @@ import { PROBLEM_MEDIA_TYPE } from './openapi-responses.js'
 export const IdempotencyKeyHeaders = Type.Object({
   'Idempotency-Key': Type.Optional(
     Type.String({
-      // The quoted form may add its two quotes and escapes; the key itself is checked to MAX_KEY_LENGTH.
+      // Exactly what parseIdempotencyKey takes: bare, 1 to MAX_KEY_LENGTH printable ASCII characters not starting
+      // with a quote; or quoted, as many characters where `\"` and `\\` count one each.
       minLength: 1,
       maxLength: 2 * MAX_KEY_LENGTH + 2,
-      pattern: '^[\\x20-\\x7E]+$',
+      pattern: `^(?:[\\x21\\x23-\\x7E][\\x20-\\x7E]{0,${MAX_KEY_LENGTH - 1}}|"(?:[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]|\\\\["\\\\]){1,${MAX_KEY_LENGTH}}")$`,
       description:
         `Makes the request safe to retry: 1 to ${MAX_KEY_LENGTH} printable ASCII characters chosen by the client ` +
         '(a UUID does), unique per request, per workspace. As a structured-field string (`"…"`, as the IETF ' +

@@ -44,7 +44,10 @@ export default fp(
         // Every operation needs the token unless it says otherwise (the health probes: security: []).
         security: [{ apiToken: [] }],
         components: {
-          securitySchemes: { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } },
+          securitySchemes: {
+            apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' },
+            metricsToken: { type: 'http', scheme: 'bearer', description: 'METRICS_TOKEN, when the service has one set (GET /metrics only)' },
+          },
         },
         tags: [
           { name: 'links', description: 'Create, read, list, update and delete short links' },

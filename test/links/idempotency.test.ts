@@ -11,7 +11,8 @@ import t from 'tap'
 import { MemoryQuotaStore } from '../../src/rate-limits/memory-store.js'
 import type { QuotaStore } from '../../src/rate-limits/quota-store.js'
 import { ANSWER_TTL_MS, CLAIM_LEASE_MS } from '../../src/idempotency/idempotency-store.js'
-import { requestFingerprint } from '../../src/idempotency/idempotency-key.js'
+import { parseIdempotencyKey, requestFingerprint } from '../../src/idempotency/idempotency-key.js'
+import { IdempotencyKeyHeaders } from '../../src/plugins/openapi-idempotency.js'
 import { SWEEP_INTERVAL_MS } from '../../src/idempotency/postgres-store.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { FakeClock, quotaHeaders, quotaWorkspace, REDIS_URL, redisKeyPrefix, T0 } from '../rate-limits/quota-support.js'
@@ -226,6 +227,21 @@ for (const { store, app, keyPrefix } of setups) {
       const escaped = await post(app, ws.token, CREATE, { link: { url: page(11) }, autofill: false }, '"a\\"b\\\\c"')
       t.equal(escaped.statusCode, 201)
       t.equal(replayed(await post(app, ws.token, CREATE, { link: { url: page(11) }, autofill: false }, 'a"b\\c')), 'true', 'the escapes undone')
+    })
+
+    t.test("the OpenAPI document's pattern takes exactly the keys the service takes", async (t) => {
+      const documented = new RegExp((IdempotencyKeyHeaders.properties['Idempotency-Key'] as { pattern: string }).pattern, 'u')
+      const keys = ['""', 'k'.repeat(256), '"' + 'k'.repeat(256) + '"', '"open', '"a"b"', '"a";p=1', '"a\\nb"', 'tab\there', 'caf\u00e9',
+        'k'.repeat(255), '"' + 'k'.repeat(255) + '"', '"' + '\\"'.repeat(255) + '"', '"a\\"b\\\\c"', 'a"b\\c', 'x', '"x"']
+      for (const key of keys) {
+        let taken = true
+        try {
+          parseIdempotencyKey(key, ['Idempotency-Key', key])
+        } catch {
+          taken = false
+        }
+        t.equal(documented.test(key), taken, JSON.stringify(key))
+      }
     })
 
     t.test('on the wire: the quoted form as clients send it, and the header sent twice (400)', async (t) => {

@@ -22,8 +22,11 @@ const LINK_RECORD_REF = '#/components/schemas/LinkRecord'
 /**
  * Every status code each operation can answer (contract sections 1, 2, 4, 6, 7, 8; issue 5; issue 9: 400
  * bad_request and 414 for a path parameter the router cannot take, 400/413/415 for a body sent with a DELETE;
- * issue 14: 409 and 422 of Idempotency-Key on the creates).
+ * issue 14: 409 and 422 of Idempotency-Key on the creates), besides HTTP_LAYER.
  */
+/** What the HTTP layer answers on any route: 408 (too slow), 431 (headers too large). */
+const HTTP_LAYER = [408, 431]
+
 const EXPECTED_STATUSES: Record<string, number[]> = {
   createLink: [201, 400, 401, 403, 409, 413, 415, 422, 429, 500, 503],
   createLinks: [200, 400, 401, 409, 413, 415, 422, 429, 500, 503],
@@ -239,8 +242,24 @@ t.test('the document', async (t) => {
     )
   })
 
-  t.test('the security scheme is the Api-Authorization header', async (t) => {
-    t.same(document.components.securitySchemes, { apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' } })
+  t.test('the security schemes: the Api-Authorization header, and the bearer METRICS_TOKEN of /metrics', async (t) => {
+    t.match(document.components.securitySchemes, {
+      apiToken: { type: 'apiKey', in: 'header', name: 'Api-Authorization' },
+      metricsToken: { type: 'http', scheme: 'bearer' },
+    })
+    t.same(Object.keys(document.components.securitySchemes).sort(), ['apiToken', 'metricsToken'])
+    t.same(document.paths['/metrics'].get.security, [{}, { metricsToken: [] }], '/metrics: nothing, or the bearer token')
+  })
+
+  t.test('the probes and /metrics document what they answer, the 503 of a shutting-down instance included', async (t) => {
+    const PROBLEM = 'application/problem+json'
+    for (const [path, statuses] of [['/healthz', [200, 408, 431, 503]], ['/readyz', [200, 408, 431, 503]], ['/metrics', [200, 401, 408, 431, 503]]] as const) {
+      const responses = document.paths[path].get.responses
+      t.same(Object.keys(responses).map(Number).sort(), [...statuses].sort(), path)
+      t.ok(responses[503].content[PROBLEM].examples.unavailable, `${path}: the shutdown 503 is a problem`)
+      t.ok(responses[503].headers['Retry-After'], `${path}: with Retry-After`)
+    }
+    t.ok(document.paths['/readyz'].get.responses[503].content['application/json'], "/readyz: and its own 503 (not ready) is its status JSON")
   })
 
   for (const [route, operation] of documentedOperations(document)) {
@@ -269,7 +288,7 @@ t.test('the document', async (t) => {
         t.same(check(body.schema, body.example), [], 'the body example fits the body schema')
       }
 
-      const statuses = EXPECTED_STATUSES[operation.operationId]
+      const statuses = [...EXPECTED_STATUSES[operation.operationId], ...HTTP_LAYER]
       t.same(Object.keys(operation.responses).map(Number).sort(), [...statuses].sort(), 'a response for every status')
       for (const status of statuses) {
         const response = operation.responses[status]
