@@ -174,8 +174,9 @@ function rangeRows(source: StatsSource, r: RangeParams, useDays: () => string): 
   const hours = (from: string, to: string, when = 'true') =>
     `SELECT ${keys}, "dimension", "hour", ${counts} FROM ${source.tables.hourly} h
       WHERE ${source.where} AND h."hour" >= ${from}::timestamptz AND h."hour" < ${to}::timestamptz AND ${when}`
-  const one = (firstOfDay: string) =>
-    `(NOT h."bot")::int AS "clicks", (h."${firstOfDay}" AND NOT h."bot")::int AS "visitors", h."bot"::int AS "bots"`
+  // A raw visit's visitor counts by the source's first-of-day flag, but in the top links by the link's own.
+  const visitors = link ? `h."${source.tables.firstOfDay}"` : `CASE WHEN d."dimension" = 'link' THEN h."firstOfDay" ELSE h."${source.tables.firstOfDay}" END`
+  const one = `(NOT h."bot")::int AS "clicks", (${visitors} AND NOT h."bot")::int AS "visitors", h."bot"::int AS "bots"`
   const breakdowns = link ? BREAKDOWNS : `${BREAKDOWNS}, ('link', h."linkUniq"::text)`
   const pieces = [
     r.has.before && hours(r.from, r.dayStart),
@@ -188,7 +189,7 @@ function rangeRows(source: StatsSource, r: RangeParams, useDays: () => string): 
   return `(${pieces.join('\n    UNION ALL\n    ')}
     UNION ALL
     SELECT ${link ? 'h."linkUniq"' : 'h."workspaceId", h."domain"'}, d."dimension", date_trunc('hour', h."at", 'UTC'), d."value",
-      ${one(source.tables.firstOfDay)}
+      ${one}
     FROM "analytics"."Visit" h CROSS JOIN LATERAL (VALUES ${breakdowns}) AS d("dimension", "value")
     WHERE ${r.pending('h')} AND h."at" >= ${r.from}::timestamptz
       AND h."at" < ${r.to}::timestamptz AND ${source.visits ?? source.where}) h`

@@ -79,11 +79,12 @@ export function aggregateVisitsSql(source: string): string {
        FROM c CROSS JOIN LATERAL (VALUES ('total', ''), ('country', c."country"), ('referrer', c."referrer"),
          ('device', c."device"), ('os', c."os"), ('browser', c."browser"), ('destination', c."destination")) AS d("dimension", "value")
      ),
-     -- The workspace's rows: every breakdown, and one more, link (value: the uniq), for the top links.
+     -- The workspace's rows: every breakdown, and one more, link (value: the uniq), for the top links, whose
+     -- visitors are each link's own (as its own stats count them), not the workspace's first visits.
      workspace AS (
        SELECT "workspaceId", "dimension", "hour", "domain", "value", "clicks", "workspaceVisitors", "bots" FROM breakdown
        UNION ALL
-       SELECT "workspaceId", 'link', "hour", "domain", "linkUniq"::text, "clicks", "workspaceVisitors", "bots" FROM c
+       SELECT "workspaceId", 'link', "hour", "domain", "linkUniq"::text, "clicks", "linkVisitors", "bots" FROM c
      ),
      link_groups AS (
        SELECT l."uniq" AS "linkUniq", g."groupKind", g."groupValue"

@@ -58,6 +58,11 @@ t.test('stats and clicks are the same whether the visits are raw, split at rolle
   t.same(raw.one.totals, { clicks: 4, visitors: 3, bots: 1 }, 'counted from the raw visits: visitors 1 and 2 on the 5th, 1 again on the 6th')
   t.same(raw.workspace.totals, { clicks: 6, visitors: 4, bots: 1 })
   t.same(raw.tagged.totals, { clicks: 4, visitors: 3, bots: 1 })
+  t.same(
+    raw.workspace.top.links.map((link: { slug: string; visitors: number }) => [link.slug, link.visitors]),
+    [['one', 3], ['two', 2]],
+    "top links count each link's own visitors (visitor 1 is new to two on the 5th, though one saw them first)",
+  )
   t.same(raw.clicks, [[one.uniq, 4], [two.uniq, 2]].sort(), 'clicks on the link records')
   t.same(raw.records, [4, 4, 4, 2], 'and on the records of a read, a read by slug and both kinds of update')
   t.same(await aggregated(), { clicks: null, bots: null }, 'nothing summed yet')
