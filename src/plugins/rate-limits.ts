@@ -357,7 +357,8 @@ export default fp(
         const late = error instanceof LateReservation ? error.late : undefined
         if (policy === 'deny') {
           if (late) giveBackLate(late, 0)
-          return { granted: 0, refused: unavailable('rate-limit store'), settle: async () => {} }
+          // The whole request is refused, as a single create is (503 with Retry-After): no link of it can be created.
+          throw unavailable('rate-limit store')
         }
         return { granted: count, settle: async (used) => void (late && giveBackLate(late, used)) }
       }
