@@ -39,8 +39,8 @@ const config = loadConfig({
 /** Hooks and quota lookup, no counting: what is left of the limiter without its store. */
 const nothingStore: QuotaStore = {
   reserve: async (subject, limits, now) =>
-    toDecision(subject, limits, now, true, [0, 0].map(() => ({ bucket: 0, used: 1, freeAt: now + 3_600_000 }))),
-  peek: async (subject, limits, now) => toDecision(subject, limits, now, false, [0, 0].map(() => ({ bucket: 0, used: 0, freeAt: 0 }))),
+    toDecision(subject, limits, now, ['bench'], [0, 0].map(() => ({ used: 1, freeAt: now + 3_600_000 }))),
+  peek: async (subject, limits, now) => toDecision(subject, limits, now, [], [0, 0].map(() => ({ used: 0, freeAt: 0 }))),
   refund: async () => {},
   close: async () => {},
 }

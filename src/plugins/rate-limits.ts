@@ -106,9 +106,6 @@ declare module 'fastify' {
   }
 }
 
-/** ioredis's refusal of a command while it has no connection (enableOfflineQueue off): nothing reached Redis. */
-const neverSent = (error: unknown) => error instanceof Error && error.message.startsWith("Stream isn't writeable")
-
 /** A refund the store failed is tried again this often, this many times in all. */
 const REFUND_RETRY_MS = 1000
 const REFUND_ATTEMPTS = 30
@@ -228,13 +225,10 @@ export default fp(
     }
 
     /**
-     * A refund that failed is tried again every second for a while, but only one that never left this process
-     * (ioredis refuses a command at once while disconnected): one that was sent may have run, answered late or
-     * lost with its connection, and a second would free a slot no request gave back. Stricter than the quota,
-     * never looser.
+     * A refund that failed is tried again every second for a while. A refund names the requests it gives back,
+     * so one that was sent and ran (its answer late, or lost with its connection) is harmless to send again.
      */
     function refundAgainLater(taken: QuotaTaken, error: unknown, attempt = 1): void {
-      if (!neverSent(error)) return
       if (attempt >= REFUND_ATTEMPTS) {
         app.log.warn({ err: error }, 'rate limits: a slot of a request that did not succeed could not be given back')
         return
@@ -245,8 +239,9 @@ export default fp(
     /** A reservation the store made after its request stopped waiting: what the request did not use goes back. */
     function giveBackLate(late: LateReservation['late'], used: number): void {
       late.then(
-        ({ decision, granted }) => {
-          for (let slot = used; slot < granted && decision.taken; slot++) refundEventually(decision.taken)
+        ({ decision }) => {
+          const ids = decision.taken?.ids.slice(used) ?? []
+          if (ids.length > 0) refundEventually({ subject: decision.taken!.subject, ids })
         },
         () => {},
       )
@@ -333,21 +328,21 @@ export default fp(
       request.quotaOperation = operation
       const limits = await limitsOf(request.caller.workspaceId)
       const subject = subjectOf(request)
-      // One atomic call for the whole batch when the store can (Redis); otherwise one reservation per slot, in order.
+      // One atomic call for the whole batch when the store can; otherwise one reservation per slot, in order.
       let granted: number
       let latest: QuotaDecision
-      let buckets: number[] | undefined
+      const ids: string[] = []
       try {
         if (store.reserveMany) {
           ;({ granted, decision: latest } = await store.reserveMany(subject, limits, now(), count))
-          buckets = latest.taken?.buckets
+          ids.push(...(latest.taken?.ids ?? []))
         } else {
           granted = 0
           latest = await store.reserve(subject, limits, now())
-          buckets = latest.taken?.buckets
-          while (latest.allowed && ++granted < count) {
+          while (latest.taken) {
+            ids.push(...latest.taken.ids)
+            if (++granted >= count) break
             latest = await store.reserve(subject, limits, now())
-            buckets = latest.taken?.buckets ?? buckets
           }
         }
         storeAnswered(request)
@@ -368,17 +363,15 @@ export default fp(
         const full = exhaustedWindow(latest)
         refused = quotaExceeded(operation, full, full.resetSeconds)
       }
-      // The slots were counted in the same buckets (or, taken one by one, about the same): one refund gives one back.
       const settle = async (used: number) => {
-        for (let slot = used; slot < granted && buckets; slot++) {
+        const unused = { subject, ids: ids.slice(used) }
+        if (unused.ids.length > 0) {
           try {
-            await store.refund({ subject, buckets })
-            latest = { ...latest, windows: afterRefund(latest.windows) }
+            await store.refund(unused)
+            latest = { ...latest, windows: afterRefund(latest.windows, unused.ids.length) }
           } catch (error) {
             storeFailed(request, error)
-            refundAgainLater({ subject, buckets }, error)
-            for (slot++; slot < granted; slot++) refundEventually({ subject, buckets })
-            break
+            refundAgainLater(unused, error)
           }
         }
         request.quotaState = { decision: { ...latest, taken: undefined } }

@@ -1,11 +1,10 @@
 /**
- * The in-process quota store, used without REDIS_URL: the buckets of quota-store.ts in a Map. Exact for
- * one process (JavaScript runs each call to the end before the next), not shared between processes.
+ * The in-process quota store, used without REDIS_URL: the sliding-window log of quota-store.ts in a Map. Exact
+ * for one process (JavaScript runs each call to the end before the next), not shared between processes.
  */
 import {
   QUOTA_WINDOWS,
   limitOf,
-  pastBuckets,
   requestsToFree,
   toDecision,
   type QuotaDecision,
@@ -13,114 +12,110 @@ import {
   type QuotaStore,
   type QuotaSubject,
   type QuotaTaken,
-  type QuotaWindow,
   type WindowCount,
 } from './quota-store.js'
 
-/** One window's buckets, bucket index → count, kept in ascending index order. */
-class BucketWindow {
-  private readonly buckets = new Map<number, number>()
-  private newest = -Infinity
-  total = 0
+const HOUR_MS = QUOTA_WINDOWS[0].seconds * 1000
+const DAY_MS = QUOTA_WINDOWS[1].seconds * 1000
 
-  constructor(readonly window: QuotaWindow) {}
+interface Entry {
+  at: number
+  id: string
+}
 
-  private get bucketMs() {
-    return this.window.bucketSeconds * 1000
+/** One subject's requests of the last day, oldest first. */
+class RequestLog {
+  entries: Entry[] = []
+
+  /** Drops the requests that have stopped counting in the day. */
+  prune(now: number): void {
+    let stale = 0
+    while (stale < this.entries.length && this.entries[stale].at <= now - DAY_MS) stale++
+    if (stale > 0) this.entries.splice(0, stale)
   }
 
-  /** Drops the buckets that have stopped counting; answers the current bucket. */
-  prune(now: number): number {
-    const current = Math.floor(now / this.bucketMs)
-    const oldestCounted = current - pastBuckets(this.window)
-    for (const [index, count] of this.buckets) {
-      if (index >= oldestCounted) break
-      this.buckets.delete(index)
-      this.total -= count
+  /** Where the requests younger than an hour begin. */
+  hourStart(now: number): number {
+    let low = 0
+    let high = this.entries.length
+    while (low < high) {
+      const middle = (low + high) >> 1
+      if (this.entries[middle].at <= now - HOUR_MS) low = middle + 1
+      else high = middle
     }
-    return current
+    return low
   }
 
   /**
-   * Counts one request. Should the clock step back, it counts in the newest bucket instead (longer, never
-   * shorter), which also keeps the Map in ascending order.
+   * Counts a request. Should the clock step back, it counts from the newest time instead (longer, never shorter),
+   * which keeps the log in order.
    */
-  take(current: number): number {
-    const index = Math.max(current, this.newest)
-    this.newest = index
-    this.buckets.set(index, (this.buckets.get(index) ?? 0) + 1)
-    this.total++
-    return index
+  take(now: number, id: string): void {
+    const newest = this.entries.at(-1)?.at ?? -Infinity
+    this.entries.push({ at: Math.max(now, newest), id })
   }
 
-  refund(index: number): void {
-    const count = this.buckets.get(index)
-    if (!count) return
-    if (count === 1) this.buckets.delete(index)
-    else this.buckets.set(index, count - 1)
-    this.total--
-  }
-
-  /** See WindowCount.freeAt. */
-  freeAt(limit: number): number {
-    if (this.total === 0) return 0
-    const need = requestsToFree(this.total, limit)
-    let seen = 0
-    for (const [index, count] of this.buckets) {
-      seen += count
-      if (seen >= need) return (index + pastBuckets(this.window) + 1) * this.bucketMs
-    }
-    return -1
+  refund(ids: Set<string>): void {
+    this.entries = this.entries.filter((entry) => !ids.has(entry.id))
   }
 }
 
+/** A window's count and free-at (WindowCount.freeAt): the window counts `entries` from `start` on, oldest first. */
+function windowCount(entries: Entry[], start: number, limit: number, windowMs: number): WindowCount {
+  const used = entries.length - start
+  if (used === 0) return { used, freeAt: 0 }
+  const entry = entries[start + requestsToFree(used, limit) - 1]
+  return { used, freeAt: entry ? entry.at + windowMs : -1 }
+}
+
 export class MemoryQuotaStore implements QuotaStore {
-  private readonly subjects = new Map<string, BucketWindow[]>()
+  private readonly logs = new Map<string, RequestLog>()
+  private nextId = 0
 
-  private windowsOf(subject: QuotaSubject): BucketWindow[] {
+  private logOf(subject: QuotaSubject): RequestLog {
     const key = `${subject.workspaceId}:${subject.operation}`
-    let windows = this.subjects.get(key)
-    if (!windows) {
-      windows = QUOTA_WINDOWS.map((window) => new BucketWindow(window))
-      this.subjects.set(key, windows)
-    }
-    return windows
+    let log = this.logs.get(key)
+    if (!log) this.logs.set(key, (log = new RequestLog()))
+    return log
   }
 
-  private settle(subject: QuotaSubject, windows: BucketWindow[]): void {
-    if (windows.every((window) => window.total === 0)) this.subjects.delete(`${subject.workspaceId}:${subject.operation}`)
+  private settle(subject: QuotaSubject, log: RequestLog): void {
+    if (log.entries.length === 0) this.logs.delete(`${subject.workspaceId}:${subject.operation}`)
   }
 
-  private decide(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean): QuotaDecision {
-    const windows = this.windowsOf(subject)
-    const current = windows.map((window) => window.prune(now))
-    const allowed = take && windows.every((window) => window.total < limitOf(limits, window.window))
-    const counts = windows.map(
-      (window, i): WindowCount => {
-        const bucket = allowed ? window.take(current[i]) : current[i]
-        return { bucket, used: window.total, freeAt: window.freeAt(limitOf(limits, window.window)) }
-      },
-    )
-    this.settle(subject, windows)
-    return toDecision(subject, limits, now, allowed, counts)
+  private decide(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number): { decision: QuotaDecision; granted: number } {
+    const log = this.logOf(subject)
+    log.prune(now)
+    const hourUsed = log.entries.length - log.hourStart(now)
+    const granted = Math.max(0, Math.min(count, limits.hour - hourUsed, limits.day - log.entries.length))
+    const ids = Array.from({ length: granted }, () => `m${++this.nextId}`)
+    for (const id of ids) log.take(now, id)
+    const starts = [log.hourStart(now), 0]
+    const counts = QUOTA_WINDOWS.map((window, i) => windowCount(log.entries, starts[i], limitOf(limits, window), window.seconds * 1000))
+    this.settle(subject, log)
+    return { decision: toDecision(subject, limits, now, ids, counts), granted }
   }
 
   async reserve(subject: QuotaSubject, limits: QuotaLimits, now: number): Promise<QuotaDecision> {
-    return this.decide(subject, limits, now, true)
+    return this.decide(subject, limits, now, 1).decision
+  }
+
+  async reserveMany(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number) {
+    return this.decide(subject, limits, now, count)
   }
 
   async peek(subject: QuotaSubject, limits: QuotaLimits, now: number): Promise<QuotaDecision> {
-    return this.decide(subject, limits, now, false)
+    return this.decide(subject, limits, now, 0).decision
   }
 
   async refund(taken: QuotaTaken): Promise<void> {
-    const windows = this.subjects.get(`${taken.subject.workspaceId}:${taken.subject.operation}`)
-    if (!windows) return
-    windows.forEach((window, i) => window.refund(taken.buckets[i]))
-    this.settle(taken.subject, windows)
+    const log = this.logs.get(`${taken.subject.workspaceId}:${taken.subject.operation}`)
+    if (!log) return
+    log.refund(new Set(taken.ids))
+    this.settle(taken.subject, log)
   }
 
   async close(): Promise<void> {
-    this.subjects.clear()
+    this.logs.clear()
   }
 }

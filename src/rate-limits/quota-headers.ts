@@ -26,10 +26,10 @@ export function exhaustedWindow(decision: QuotaDecision): WindowUsage {
   return tighterWindow(decision.windows.filter((window) => window.remaining === 0))
 }
 
-/** The windows once a reservation's slot is given back. */
-export function afterRefund(windows: WindowUsage[]): WindowUsage[] {
+/** The windows once `slots` of a reservation's slots are given back. */
+export function afterRefund(windows: WindowUsage[], slots = 1): WindowUsage[] {
   return windows.map((window) => {
-    const used = Math.max(0, window.used - 1)
+    const used = Math.max(0, window.used - slots)
     return { ...window, used, remaining: Math.max(0, window.limit - used), resetSeconds: used === 0 ? 0 : window.resetSeconds }
   })
 }

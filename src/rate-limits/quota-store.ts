@@ -1,13 +1,10 @@
 /**
  * Per-workspace quotas (contract section 8): what a store counts and what it answers. Both stores
- * (redis-store.ts, memory-store.ts) count the same way:
- *
- * Each window is split into time buckets (the hour into 10 s buckets, the day into 5 min buckets). A
- * request counts in the bucket of the moment it was taken, and a bucket counts while it is one of the
- * window's last `seconds / bucketSeconds + 1` buckets. A request therefore counts for between `seconds`
- * and `seconds + bucketSeconds` after it was taken: never less than the window (the limit is never
- * looser than a true sliding window), at most one bucket longer. Memory per workspace and operation is
- * bounded by the bucket count (361 + 289 counters), whatever the traffic.
+ * (redis-store.ts, memory-store.ts) count the same way, as a sliding-window log: each request taken is
+ * kept with the moment it was taken and an id of its own, and counts in a window while it is younger than the
+ * window, so at any moment the hour counts exactly the last 3,600 s and the day the last 86,400 s. A refund
+ * takes a request's id out of the log: giving back the same id twice gives it back once. Memory per workspace and
+ * operation is one entry per request of the last day: at most the day's quota.
  */
 
 export type QuotaOperation = 'create' | 'update'
@@ -23,14 +20,11 @@ export interface QuotaSubject {
 }
 
 export const QUOTA_WINDOWS = [
-  { name: 'hour', seconds: 3600, bucketSeconds: 10 },
-  { name: 'day', seconds: 86_400, bucketSeconds: 300 },
+  { name: 'hour', seconds: 3600 },
+  { name: 'day', seconds: 86_400 },
 ] as const
 
 export type QuotaWindow = (typeof QUOTA_WINDOWS)[number]
-
-/** Buckets that still count besides the current one. */
-export const pastBuckets = (window: QuotaWindow) => window.seconds / window.bucketSeconds
 
 /** Where one window stands for the subject, after the reservation (or the refund). */
 export interface WindowUsage {
@@ -48,7 +42,6 @@ export interface WindowUsage {
   resetSeconds: number
 }
 
-/** What a refund gives back: the exact buckets a reservation counted in, one per window. */
 /**
  * The store did not answer a reservation in time, and may still make it afterwards (Redis runs a script it has
  * received even once its caller stopped waiting): `late` settles with that reservation, whose slot nobody asked
@@ -65,9 +58,10 @@ export class LateReservation extends Error {
   }
 }
 
+/** What a reservation took: the ids of its requests in the log (a bulk create takes several). */
 export interface QuotaTaken {
   subject: QuotaSubject
-  buckets: number[]
+  ids: string[]
 }
 
 export interface QuotaDecision {
@@ -88,19 +82,18 @@ export interface QuotaStore {
   reserveMany?(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number): Promise<{ decision: QuotaDecision; granted: number }>
   /** Where the windows stand, taking nothing. */
   peek(subject: QuotaSubject, limits: QuotaLimits, now: number): Promise<QuotaDecision>
-  /** Gives back what a reservation took (the buckets that have stopped counting already are left alone). */
+  /** Gives back what a reservation took: its ids leave the log (an id given back already is left alone). */
   refund(taken: QuotaTaken): Promise<void>
   close(): Promise<void>
 }
 
-/** What a store computes per window: the bucket now, the count, and when slots free (see freeAt). */
+/** What a store computes per window: the count, and when slots free (see freeAt). */
 export interface WindowCount {
-  bucket: number
   used: number
   /**
-   * When (ms, the service clock) enough counted requests have stopped counting to leave a slot free
-   * (or, with room already, when the oldest stops counting): the end of that request's bucket's
-   * counting time. 0 when nothing is counted, -1 when no expiry frees a slot (a quota of 0).
+   * When (ms, the service clock) enough counted requests have stopped counting to leave a slot free (or, with
+   * room already, when the oldest stops counting): that request's time plus the window. 0 when nothing is
+   * counted, -1 when no expiry frees a slot (a quota of 0).
    */
   freeAt: number
 }
@@ -110,13 +103,8 @@ export const limitOf = (limits: QuotaLimits, window: QuotaWindow) => limits[wind
 /** How many of the oldest counted requests must stop counting before one more fits. */
 export const requestsToFree = (used: number, limit: number) => Math.max(1, used - limit + 1)
 
-export function toDecision(
-  subject: QuotaSubject,
-  limits: QuotaLimits,
-  now: number,
-  allowed: boolean,
-  counts: WindowCount[],
-): QuotaDecision {
+/** `ids`: the requests this reservation took (none when refused). */
+export function toDecision(subject: QuotaSubject, limits: QuotaLimits, now: number, ids: string[], counts: WindowCount[]): QuotaDecision {
   const windows = QUOTA_WINDOWS.map((window, i): WindowUsage => {
     const limit = limitOf(limits, window)
     const { used, freeAt } = counts[i]
@@ -126,5 +114,5 @@ export function toDecision(
       freeAt > 0 ? Math.max(1, Math.ceil((freeAt - now) / 1000)) : remaining === 0 ? window.seconds : 0
     return { name: window.name, seconds: window.seconds, limit, used, remaining, resetSeconds }
   })
-  return { allowed, windows, ...(allowed ? { taken: { subject, buckets: counts.map((count) => count.bucket) } } : {}) }
+  return { allowed: ids.length > 0, windows, ...(ids.length > 0 ? { taken: { subject, ids } } : {}) }
 }

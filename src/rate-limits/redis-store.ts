@@ -1,19 +1,19 @@
 /**
  * The Redis quota store: exact across every instance sharing one Redis, because each reservation is one
- * Lua script (sliding-window-scripts.ts) that Redis runs atomically: one round trip per request, plus one
+ * Lua script (sliding-window-log-scripts.ts) that Redis runs atomically: one round trip per request, plus one
  * more for the refund of a request that failed.
  *
- * Keys: `<prefix>rl:{ws:<id>}:<operation>:hour` and `…:day`. The hash tag `{ws:<id>}` puts all of one
- * workspace's keys in one Redis Cluster slot, so a script may touch both windows of an operation.
+ * Key: `<prefix>rl:{ws:<id>}:<operation>`, the log of both windows. The hash tag `{ws:<id>}` puts all of one
+ * workspace's keys in one Redis Cluster slot.
  */
 import type { Redis } from 'ioredis'
+import { randomBytes } from 'node:crypto'
 import { closeRedisClient, RedisUnavailableError, withDeadline } from '../redis/redis-client.js'
-import { RESERVE_SCRIPT, REFUND_SCRIPT } from './sliding-window-scripts.js'
+import { RESERVE_SCRIPT, REFUND_SCRIPT } from './sliding-window-log-scripts.js'
 import {
   LateReservation,
   QUOTA_WINDOWS,
   limitOf,
-  pastBuckets,
   toDecision,
   type QuotaDecision,
   type QuotaLimits,
@@ -36,16 +36,15 @@ export class RedisQuotaStore implements QuotaStore {
     private readonly options: { keyPrefix?: string; ownsClient?: boolean; deadlineMs?: number } = {},
   ) {
     if (!('quotaReserve' in redis)) {
-      redis.defineCommand('quotaReserve', { numberOfKeys: 2, lua: RESERVE_SCRIPT })
-      redis.defineCommand('quotaRefund', { numberOfKeys: 2, lua: REFUND_SCRIPT })
+      redis.defineCommand('quotaReserve', { numberOfKeys: 1, lua: RESERVE_SCRIPT })
+      redis.defineCommand('quotaRefund', { numberOfKeys: 1, lua: REFUND_SCRIPT })
     }
     this.scripts = redis as unknown as QuotaScripts
   }
 
-  /** The keys of one subject, hour then day. */
-  keys(subject: QuotaSubject): string[] {
-    const base = `${this.options.keyPrefix ?? ''}rl:{ws:${subject.workspaceId}}:${subject.operation}`
-    return QUOTA_WINDOWS.map((window) => `${base}:${window.name}`)
+  /** The log of one subject. */
+  key(subject: QuotaSubject): string {
+    return `${this.options.keyPrefix ?? ''}rl:{ws:${subject.workspaceId}}:${subject.operation}`
   }
 
   private async run(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean, count = 1): Promise<QuotaDecision> {
@@ -53,18 +52,16 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   private async runMany(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean, count: number) {
-    const args: (string | number)[] = [...this.keys(subject), Math.floor(now), take ? '1' : '0']
-    for (const window of QUOTA_WINDOWS) {
-      args.push(limitOf(limits, window), window.bucketSeconds * 1000, pastBuckets(window))
-    }
-    if (count !== 1) args.push(count)
+    // The ids of this call's requests: a random prefix, numbered by the script.
+    const prefix = randomBytes(9).toString('base64url')
+    const args: (string | number)[] = [this.key(subject), Math.floor(now), take ? '1' : '0']
+    for (const window of QUOTA_WINDOWS) args.push(limitOf(limits, window), window.seconds * 1000)
+    args.push(count, prefix)
     const read = (reply: number[]) => {
-      const counts = QUOTA_WINDOWS.map((_, i) => ({
-        bucket: Number(reply[1 + i * 3]),
-        used: Number(reply[2 + i * 3]),
-        freeAt: Number(reply[3 + i * 3]),
-      }))
-      return { decision: toDecision(subject, limits, now, reply[0] >= 1, counts), granted: Number(reply[0]) }
+      const granted = Number(reply[0])
+      const counts = QUOTA_WINDOWS.map((_, i) => ({ used: Number(reply[1 + i * 2]), freeAt: Number(reply[2 + i * 2]) }))
+      const ids = Array.from({ length: granted }, (_, i) => `${prefix}:${i + 1}`)
+      return { decision: toDecision(subject, limits, now, ids, counts), granted }
     }
     try {
       return read(await this.guard(this.scripts.quotaReserve(...args)))
@@ -93,7 +90,8 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   async refund(taken: QuotaTaken): Promise<void> {
-    await this.guard(this.scripts.quotaRefund(...this.keys(taken.subject), ...taken.buckets))
+    if (taken.ids.length === 0) return
+    await this.guard(this.scripts.quotaRefund(this.key(taken.subject), ...taken.ids))
   }
 
   async close(): Promise<void> {

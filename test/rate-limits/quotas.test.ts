@@ -39,30 +39,30 @@ for (const { store, app } of apps) {
         t.equal(response.statusCode, 201, `create ${i}`)
         t.same(quotaHeaders(response), {
           policy: '"hour";q=5;w=3600, "day";q=8;w=86400',
-          rateLimit: `"hour";r=${5 - i};t=3610`,
+          rateLimit: `"hour";r=${5 - i};t=3600`,
           limit: '5',
           remaining: String(5 - i),
-          reset: '3610',
+          reset: '3600',
         })
       }
       clock.advance(2)
       const refused = await api.create({ url: url(6) })
       t.equal(refused.statusCode, 429)
       t.match(refused.headers['content-type'], /^application\/problem\+json/)
-      t.equal(refused.headers['retry-after'], '3608')
+      t.equal(refused.headers['retry-after'], '3598', 'the first create stops counting an hour after it was taken')
       t.same(quotaHeaders(refused), {
         policy: '"hour";q=5;w=3600, "day";q=8;w=86400',
-        rateLimit: '"hour";r=0;t=3608',
+        rateLimit: '"hour";r=0;t=3598',
         limit: '5',
         remaining: '0',
-        reset: '3608',
+        reset: '3598',
       })
       t.match(json(refused), {
         type: 'about:blank',
         title: 'Too Many Requests',
         status: 429,
         code: 'rate_limited',
-        detail: /quota of 5 creates per hour .* try again in 3608 s/,
+        detail: /quota of 5 creates per hour .* try again in 3598 s/,
       })
       t.equal(await prisma.link.count({ where: { workspace: { name: ws.name } } }), 5, 'nothing stored for the 429')
       t.equal((await api.create({ url: url(7) })).statusCode, 429, 'a refused request took nothing, and still none is free')
@@ -73,32 +73,32 @@ for (const { store, app } of apps) {
       const ws = await quotaWorkspace(prisma, `${store} tighter`, { hour: 5, day: 8 })
       const api = client(app, ws.token)
       for (let i = 1; i <= 5; i++) t.equal((await api.create({ url: url(i) })).statusCode, 201)
-      // An hour (and one 10 s bucket) later the hour is free again; the day still counts the five.
-      clock.advance(3610)
+      // An hour later the hour is free again; the day still counts the five.
+      clock.advance(3600)
       const next = await api.create({ url: url(6) })
       t.equal(next.statusCode, 201)
-      // The day's first bucket (5 min) stops counting at T0 + 86,400 s + 300 s.
+      // The first five stop counting in the day at T0 + 86,400 s.
       t.same(quotaHeaders(next), {
         policy: '"hour";q=5;w=3600, "day";q=8;w=86400',
-        rateLimit: '"day";r=2;t=83090',
+        rateLimit: '"day";r=2;t=82800',
         limit: '8',
         remaining: '2',
-        reset: '83090',
+        reset: '82800',
       })
       t.equal((await api.create({ url: url(7) })).statusCode, 201)
       t.equal((await api.create({ url: url(8) })).statusCode, 201)
       const refused = await api.create({ url: url(9) })
       t.equal(refused.statusCode, 429)
-      t.equal(refused.headers['retry-after'], '83090')
-      t.equal(quotaHeaders(refused).rateLimit, '"day";r=0;t=83090')
+      t.equal(refused.headers['retry-after'], '82800')
+      t.equal(quotaHeaders(refused).rateLimit, '"day";r=0;t=82800')
       t.match(json(refused).detail, /quota of 8 creates per day/)
 
-      clock.advance(83089)
+      clock.advance(82799)
       t.equal((await api.create({ url: url(10) })).statusCode, 429, 'one second before Retry-After: still full')
       clock.advance(1)
       const freed = await api.create({ url: url(11) })
       t.equal(freed.statusCode, 201, 'after exactly Retry-After seconds: a slot is free')
-      t.equal(quotaHeaders(freed).remaining, '4', 'the five of the first day bucket stopped counting: 8 - 3 - 1 left')
+      t.equal(quotaHeaders(freed).remaining, '4', 'the first five stopped counting: 8 - 3 - 1 left')
     })
 
     t.test('the window slides: Retry-After is exact on both sides, and slots free in the order they were taken', async (t) => {
@@ -112,9 +112,9 @@ for (const { store, app } of apps) {
 
       const full = await api.create({ url: url(4) })
       t.equal(full.statusCode, 429)
-      // The first request (bucket T0..T0+10 s) stops counting at T0 + 3610 s.
-      t.equal(full.headers['retry-after'], '3485')
-      clock.advance(3484)
+      // The first request, taken at T0 + 4 s, stops counting at T0 + 3604 s.
+      t.equal(full.headers['retry-after'], '3479')
+      clock.advance(3478)
       const early = await api.create({ url: url(5) })
       t.equal(early.statusCode, 429, 'one second early')
       t.equal(early.headers['retry-after'], '1')
@@ -123,8 +123,8 @@ for (const { store, app } of apps) {
 
       const again = await api.create({ url: url(7) })
       t.equal(again.statusCode, 429, 'only the oldest slot freed: the two later ones still count')
-      t.equal(again.headers['retry-after'], '120', 'they stop counting at T0 + 120 s + 3610 s')
-      clock.advance(119)
+      t.equal(again.headers['retry-after'], '121', 'they stop counting at T0 + 125 s + 3600 s')
+      clock.advance(120)
       t.equal((await api.create({ url: url(8) })).statusCode, 429)
       clock.advance(1)
       t.equal((await api.create({ url: url(9) })).statusCode, 201)
@@ -154,7 +154,7 @@ for (const { store, app } of apps) {
         for (let i = 0; i < 2; i++) {
           const response = await send()
           t.equal(response.statusCode, status, what)
-          t.equal(quotaHeaders(response).rateLimit, '"hour";r=2;t=3610', `${what}: still 2 left, and said so`)
+          t.equal(quotaHeaders(response).rateLimit, '"hour";r=2;t=3600', `${what}: still 2 left, and said so`)
         }
       }
       const anonymous = await client(app, 'sl_not-a-token').create({ url: url(5) })
@@ -205,7 +205,7 @@ for (const { store, app } of apps) {
       t.equal((await api.create({ url: url(3) })).statusCode, 429, 'creates used up')
       const update = await api.update(link.uniq, { title: 'still allowed' })
       t.equal(update.statusCode, 200)
-      t.equal(quotaHeaders(update).rateLimit, '"hour";r=1;t=3610', 'the update counter starts full')
+      t.equal(quotaHeaders(update).rateLimit, '"hour";r=1;t=3600', 'the update counter starts full')
       t.equal((await api.updateByDomain(ws.domain, 'one', { title: 'again' })).statusCode, 200)
       t.equal((await api.update(link.uniq, { title: 'no' })).statusCode, 429, 'updates used up')
       t.equal((await api.create({ url: url(4) })).statusCode, 429)
@@ -220,10 +220,10 @@ for (const { store, app } of apps) {
       const first = await api.create({ url: url(1) })
       t.same(quotaHeaders(first), {
         policy: '"hour";q=1000;w=3600, "day";q=10000;w=86400',
-        rateLimit: '"hour";r=999;t=3610',
+        rateLimit: '"hour";r=999;t=3600',
         limit: '1000',
         remaining: '999',
-        reset: '3610',
+        reset: '3600',
       }, 'the defaults')
 
       await setLimits(prisma, { workspace: ws.name, hour: 2 })
@@ -231,23 +231,23 @@ for (const { store, app } of apps) {
       const second = await api.create({ url: url(2) })
       t.equal(second.statusCode, 201)
       t.equal(quotaHeaders(second).policy, '"hour";q=2;w=3600, "day";q=10000;w=86400')
-      t.equal(quotaHeaders(second).rateLimit, '"hour";r=0;t=3608')
+      t.equal(quotaHeaders(second).rateLimit, '"hour";r=0;t=3598')
       t.equal((await api.create({ url: url(3) })).statusCode, 429)
 
       await setLimits(prisma, { workspace: ws.name, hour: 10, day: 3 })
       clock.advance(2)
       const third = await api.create({ url: url(4) })
       t.equal(third.statusCode, 201, 'raised: room again')
-      t.equal(quotaHeaders(third).rateLimit, '"day";r=0;t=86696', 'now the day is the tighter window')
+      t.equal(quotaHeaders(third).rateLimit, '"day";r=0;t=86396', 'now the day is the tighter window')
       const refused = await api.create({ url: url(5) })
       t.equal(refused.statusCode, 429)
-      t.equal(refused.headers['retry-after'], '86696')
+      t.equal(refused.headers['retry-after'], '86396')
 
       await setLimits(prisma, { workspace: ws.name, hour: 1, day: 100 })
       clock.advance(2)
       const lowered = await api.create({ url: url(6) })
       t.equal(lowered.statusCode, 429, 'lowered under what is used')
-      t.equal(quotaHeaders(lowered).rateLimit, '"hour";r=0;t=3604')
+      t.equal(quotaHeaders(lowered).rateLimit, '"hour";r=0;t=3598', 'the third oldest (taken at T0 + 4 s) must go for one to fit')
 
       await setLimits(prisma, { workspace: ws.name, hour: 0 })
       clock.advance(2)

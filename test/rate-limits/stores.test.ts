@@ -1,7 +1,7 @@
 /**
  * The two quota stores side by side, without HTTP: they answer alike on long random runs of reservations,
- * refunds and peeks; a refund of a bucket that has stopped counting gives nothing back; and the Redis
- * keys carry the workspace hash tag, expire, and hold a bounded number of fields whatever the traffic.
+ * refunds and peeks; a refund gives back only what still counts, and once; a window counts exactly its
+ * length; and the Redis key carries the workspace hash tag, expires, and holds only the last day's requests.
  */
 import t from 'tap'
 import { MemoryQuotaStore } from '../../src/rate-limits/memory-store.js'
@@ -24,7 +24,22 @@ let subjects = 0
 const newSubject = (): QuotaSubject => ({ workspaceId: 1000 + ++subjects, operation: subjects % 2 ? 'create' : 'update' })
 
 for (const { name, store } of stores) {
-  t.test(`${name}: a refund of a bucket that stopped counting gives nothing back`, async (t) => {
+  t.test(`${name}: a window counts a request for exactly its length, to the millisecond`, async (t) => {
+    const subject = newSubject()
+    const limits = { hour: 1, day: 2 }
+    t.ok((await store.reserve(subject, limits, T0)).allowed)
+    const full = await store.reserve(subject, limits, T0 + 3_599_999)
+    t.notOk(full.allowed, 'one millisecond short of an hour: still counted')
+    t.equal(full.windows[0].resetSeconds, 1, 'and a slot frees in a second')
+    const freed = await store.reserve(subject, limits, T0 + 3_600_000)
+    t.ok(freed.allowed, 'an hour later: no longer counted')
+    const dayFull = await store.reserve(subject, limits, T0 + 7_300_000)
+    t.notOk(dayFull.allowed, 'the day still counts both')
+    t.equal(dayFull.windows[1].resetSeconds, 86_400 - 7_300, 'until the first is a day old: never more than the window')
+    t.ok((await store.reserve(subject, limits, T0 + 86_400_000)).allowed, 'a day later: the first no longer counts')
+  })
+
+  t.test(`${name}: a refund gives back only what still counts, and once`, async (t) => {
     const subject = newSubject()
     const limits = { hour: 2, day: 10 }
     const first = await store.reserve(subject, limits, T0)
@@ -38,6 +53,19 @@ for (const { name, store } of stores) {
     t.equal(now.windows[1].used, 1, 'the day bucket still counted: given back')
     t.notOk(now.allowed, 'a peek takes nothing')
     t.equal((await store.peek(subject, limits, T0 + 3_700_000)).windows[0].used, 1)
+    await store.refund(first.taken!)
+    t.equal((await store.peek(subject, limits, T0 + 3_700_000)).windows[1].used, 1, 'the same refund again gives nothing more')
+  })
+
+  t.test(`${name}: a bulk reservation takes what fits, and gives back any of its slots`, async (t) => {
+    const subject = newSubject()
+    const limits = { hour: 5, day: 10 }
+    const { decision, granted } = await store.reserveMany!(subject, limits, T0, 8)
+    t.equal(granted, 5, 'as many as the hour has room for')
+    t.equal(decision.taken?.ids.length, 5, 'one id per slot')
+    t.equal(new Set(decision.taken?.ids).size, 5, 'each its own')
+    await store.refund({ subject, ids: decision.taken!.ids.slice(3) })
+    t.equal((await store.peek(subject, limits, T0)).windows[0].used, 3, 'the two given back no longer count')
   })
 }
 
@@ -80,34 +108,26 @@ t.test('both stores answer alike on a long random run', { skip: REDIS_URL ? fals
   t.equal(mismatches, 0, '1500 steps, the same answers')
 })
 
-t.test('Redis keys: one hash tag per workspace, an expiry, and bounded fields', { skip: REDIS_URL ? false : 'REDIS_URL is unset' }, async (t) => {
+t.test("Redis key: one hash tag per workspace, an expiry, and the last day's requests only", { skip: REDIS_URL ? false : 'REDIS_URL is unset' }, async (t) => {
   const store = redisStore!
   const subject: QuotaSubject = { workspaceId: 77, operation: 'create' }
-  const keys = store.keys(subject)
-  t.match(keys[0], /^test-[^{}]*rl:\{ws:77\}:create:hour$/)
-  t.match(keys[1], /^test-[^{}]*rl:\{ws:77\}:create:day$/)
-  const updateKeys = store.keys({ workspaceId: 77, operation: 'update' })
-  t.ok(updateKeys.every((key) => key.includes('{ws:77}')), 'the same hash tag for every key of the workspace: one Cluster slot')
+  const key = store.key(subject)
+  t.match(key, /^test-[^{}]*rl:\{ws:77\}:create$/)
+  t.match(store.key({ workspaceId: 77, operation: 'update' }), /\{ws:77\}/, 'the same hash tag for every key of the workspace: one Cluster slot')
 
-  // Three days of traffic, one request every 70 s: far more buckets than a window holds.
+  // Three days of traffic, one request every 70 s: the log keeps the last day's only.
   const limits = { hour: 1_000_000, day: 1_000_000 }
   let now = T0
-  let maxHour = 0
-  let maxDay = 0
+  let most = 0
   for (let i = 0; i < 3700; i++) {
     now += 70_000
     await store.reserve(subject, limits, now)
-    if (i % 50 === 0) {
-      maxHour = Math.max(maxHour, await store.redis.hlen(keys[0]))
-      maxDay = Math.max(maxDay, await store.redis.hlen(keys[1]))
-    }
+    if (i % 50 === 0) most = Math.max(most, await store.redis.zcard(key))
   }
-  t.ok(maxHour <= 361 + 2, `the hour hash stays within its 361 buckets (+ 2 fields): ${maxHour}`)
-  t.ok(maxDay <= 289 + 2, `the day hash stays within its 289 buckets (+ 2 fields): ${maxDay}`)
+  t.ok(most <= Math.ceil(86_400 / 70), `the log holds at most a day of requests: ${most}`)
   const decision = await store.peek(subject, limits, now)
   t.equal(decision.windows[0].used, Math.floor(3600 / 70) + 1, 'the hour counts the requests of the last hour')
-  const hourTtl = await store.redis.pttl(keys[0])
-  const dayTtl = await store.redis.pttl(keys[1])
-  t.ok(hourTtl > 0 && hourTtl <= 3620_000, `the hour key expires after a window and two buckets: ${hourTtl} ms`)
-  t.ok(dayTtl > 0 && dayTtl <= 87_000_000, `the day key too: ${dayTtl} ms`)
+  t.equal(decision.windows[1].used, Math.ceil(86_400 / 70), 'the day those of the last day')
+  const ttl = await store.redis.pttl(key)
+  t.ok(ttl > 86_300_000 && ttl <= 86_401_000, `the key expires a day after the last request: ${ttl} ms`)
 })
