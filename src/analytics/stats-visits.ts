@@ -62,13 +62,14 @@ export async function listVisits(
     const at = `'epoch'::timestamptz + $${params.push(position.t)}::int8 * interval '1 microsecond'`
     conditions.push(`("at", "seq") < (${at}, $${params.push(position.s)}::int8)`)
   }
-  // One visit more than the page tells whether another page follows.
+  // One visit more than the page tells whether another page follows. The order names the table's columns: by the
+  // output's "seq" (text, for JavaScript) '9' came after '15', and the cursor then skipped visits.
   const rows = await prisma.$queryRawUnsafe<VisitRow[]>(
-    `SELECT "at", ((extract(epoch FROM "at") * 1000000)::int8)::text AS "micros", "seq"::text AS "seq",
-            "country", "referrerHost", "device", "os", "browser", "destination", "reason", "answer", "bot"
-     FROM "analytics"."Visit"
+    `SELECT v."at", ((extract(epoch FROM v."at") * 1000000)::int8)::text AS "micros", v."seq"::text AS "seq",
+            v."country", v."referrerHost", v."device", v."os", v."browser", v."destination", v."reason", v."answer", v."bot"
+     FROM "analytics"."Visit" v
      WHERE ${conditions.join(' AND ')}
-     ORDER BY "at" DESC, "seq" DESC
+     ORDER BY v."at" DESC, v."seq" DESC
      LIMIT $${params.push(limit + 1)}::int`,
     ...params,
   )

@@ -342,6 +342,26 @@ t.test("a link's visits: newest first, in pages with neither duplicates nor gaps
   t.type(first.nextCursor, 'string')
 })
 
+t.test("a link's visits at one instant whose numbers differ in length (9 and 10) page in numeric order", async (t) => {
+  const link: Link = await api.link({ url: 'https://example.com/digits', id: 'digits' })
+  // The next visits are numbered from just below a power of ten: ...98, ...99, then ...100, ...101.
+  const [{ last }] = await prisma.$queryRawUnsafe<{ last: bigint }[]>(`SELECT last_value AS "last" FROM "analytics"."Visit_seq_seq"`)
+  const ten = 10n ** BigInt(String(last).length + 1)
+  await prisma.$executeRawUnsafe(`SELECT setval('"analytics"."Visit_seq_seq"', ${ten - 8n})`)
+  const at = '2026-03-10T12:00:00Z'
+  for (let batch = 0; batch < 3; batch++) {
+    await storeVisits(database, Array.from({ length: 5 }, (_, i) => visit(link, at, 100 + batch * 5 + i, { destination: `https://example.com/d${batch * 5 + i}` })))
+  }
+  const seen: string[] = []
+  let cursor: string | null = null
+  do {
+    const body: Json = (await api.get(`/v1/links/${link.uniq}/visits?limit=4${cursor ? `&cursor=${cursor}` : ''}`)).json()
+    seen.push(...body.visits.map((v: Json) => v.destination))
+    cursor = body.nextCursor
+  } while (cursor)
+  t.same(seen, Array.from({ length: 15 }, (_, i) => `https://example.com/d${14 - i}`), 'all 15, newest stored first, none skipped')
+})
+
 t.test('the link record carries its all-time clicks (bots excluded)', async (t) => {
   const read = (await api.get(`/v1/links/${l1.uniq}`)).json()
   t.equal(read.clicks, 4)
