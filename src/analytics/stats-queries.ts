@@ -129,12 +129,15 @@ function rangeParams(params: Params, range: StatsRange, rolledUpTo?: string) {
 type RangeParams = ReturnType<typeof rangeParams>
 
 /**
- * Every bucket's start. Hours follow one another in absolute time; days, weeks and months step in local time
- * (a day is 23 or 25 hours at a DST change) and are turned back into instants in the zone.
+ * Every bucket's start. Hours: the local hour each UTC hour of the range starts in (the range is whole UTC hours,
+ * the aggregates' unit), as the counts cut them; stepping 60 minutes from the first missed every hour after a
+ * half-hour DST change (Australia/Lord_Howe) and added an empty one at the end in a half-hour zone. Days, weeks and
+ * months step in local time (a day is 23 or 25 hours at a DST change) and are turned back into instants in the zone.
  */
 function bucketsSql(interval: Interval, r: RangeParams, zone: string): string {
   if (interval === 'hour') {
-    return `SELECT generate_series(date_trunc('hour', ${r.from}::timestamptz, ${zone}::text), ${r.to}::timestamptz - interval '1 microsecond', interval '1 hour') AS "start"`
+    return `SELECT DISTINCT date_trunc('hour', u, ${zone}::text) AS "start"
+      FROM generate_series(${r.from}::timestamptz, ${r.to}::timestamptz - interval '1 microsecond', interval '1 hour') AS u`
   }
   return `SELECT local AT TIME ZONE ${zone}::text AS "start"
     FROM generate_series(date_trunc('${interval}', ${r.from}::timestamptz, ${zone}::text) AT TIME ZONE ${zone}::text,

@@ -3,6 +3,7 @@ import { MAX_POINTS, STATS_LIMIT, type LinkStatsBody, type StatsRequest, type To
 import { normalizeHost, type Config } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
+import { tagFilterKeys } from '../links/link-input.js'
 import type { StoredLink } from '../links/link-repository.js'
 import type { Caller } from '../plugins/auth.js'
 import { GROUP_TABLES, LINK_TABLES, WORKSPACE_TABLES, readSeries, readTopLinks, readTops, withPendingFrom, type StatsSource, type TopDimension, type TopRow } from './stats-queries.js'
@@ -91,7 +92,7 @@ async function checkDomain(context: StatsContext, caller: Caller, given: string)
  */
 async function workspaceSource(context: StatsContext, caller: Caller, query: WorkspaceStatsRequest, paths: StatsPaths): Promise<StatsSource> {
   const domain = query.domain === undefined ? undefined : await checkDomain(context, caller, query.domain)
-  const tagKeys = [...new Set((query.tag ?? []).map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
+  const tagKeys = tagFilterKeys(query.tag)
   if (tagKeys.length === 0 && query.folderId === undefined) {
     return {
       tables: WORKSPACE_TABLES,

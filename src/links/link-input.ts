@@ -8,7 +8,7 @@ import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
-import { redirectLoop, validationFailed } from '../errors/app-error.js'
+import { fieldError, redirectLoop, validationFailed } from '../errors/app-error.js'
 import { shortDomainsAmong } from './domains.js'
 import { pixelId } from '../pixels/pixel-service.js'
 import { hashPassword } from './password.js'
@@ -162,6 +162,16 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
 export async function hashNewPassword(settings: Partial<LinkSettings>, input: LinkPatchBody): Promise<void> {
   const password = input.passwordProtect?.password
   if (password !== undefined && settings.password) settings.password.hash = await hashPassword(password)
+}
+
+/**
+ * The `tag` filter of the list and the stats (`?tag=a&tag=b`): each tag as stored for matching (trimmed, lower
+ * case), once. A blank one is a 400, as an empty one is: dropped, it widened the answer to every link.
+ */
+export function tagFilterKeys(tags: string[] | undefined): string[] {
+  const keys = (tags ?? []).map((tag) => tag.trim().toLowerCase())
+  if (keys.includes('')) throw fieldError('/tag', 'must not be blank')
+  return [...new Set(keys)]
 }
 
 function parseTags(tags: string | string[], fail: (field: string, message: string) => void): string[] {

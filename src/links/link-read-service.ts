@@ -7,6 +7,7 @@ import { fieldError, notFound } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
 import { deleteLinkByUniq, deletePlainLink, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
 import { domainsBarredFrom, refuseReservedLinkWrite } from './domains.js'
+import { tagFilterKeys } from './link-input.js'
 import { findLink, storedLocator, type LinkLocator, type LinkServiceContext } from './link-service.js'
 
 /**
@@ -51,7 +52,7 @@ export async function listLinks(
     filter.domain = normalizeHost(query.domain)
     if (!filter.domain) throw fieldError('/domain', 'must be a valid host name')
   }
-  if (query.tag) filter.tagKeys = [...new Set(query.tag.map((tag) => tag.trim().toLowerCase()).filter(Boolean))]
+  if (query.tag) filter.tagKeys = tagFilterKeys(query.tag)
   if (query.q !== undefined) filter.search = query.q
   filter.createdFrom = parseInstant(query.createdAfter, '/createdAfter', LIST_INSTANTS)
   filter.createdBefore = parseInstant(query.createdBefore, '/createdBefore', LIST_INSTANTS)

@@ -175,6 +175,26 @@ t.test('America/New_York across the end of daylight time', async (t) => {
   t.equal(zone.timezone, 'America/New_York', 'the zone is echoed by its canonical name')
 })
 
+t.test('hours in zones that are not whole hours from UTC: a half-hour DST change, a half-hour offset', async (t) => {
+  const link: Link = await api.link({ url: 'https://example.com/half', id: 'half' })
+  // Lord Howe Island goes from +11:00 to +10:30 at 2026-04-04T15:00Z (02:00 local becomes 01:30).
+  await storeVisits(database, [visit(link, '2026-04-04T14:10:00Z', 1), visit(link, '2026-04-04T15:10:00Z', 2), visit(link, '2026-04-04T16:40:00Z', 3)])
+  const range = { from: '2026-04-04T13:00:00Z', to: '2026-04-04T18:00:00Z', interval: 'hour' }
+  const lordHowe = (await api.get(`/v1/links/${link.uniq}/stats?${query({ ...range, timezone: 'Australia/Lord_Howe' })}`)).json()
+  t.same(lordHowe.totals, { clicks: 3, visitors: 3, bots: 0 }, 'every visit counted, as in UTC')
+  t.same(lordHowe.series.map((b: Json) => [b.start, b.clicks]), [
+    ['2026-04-05T00:00:00+11:00', 0],
+    ['2026-04-05T01:00:00+11:00', 1],
+    // 15:00Z is 01:30 local after the change, in the local hour 01:00-02:00 (+10:30), which begins at 14:30Z: still
+    // 01:30 in +11:00, the offset of that instant.
+    ['2026-04-05T01:30:00+11:00', 1],
+    ['2026-04-05T02:00:00+10:30', 1],
+    ['2026-04-05T03:00:00+10:30', 0],
+  ], 'the local hour each UTC hour starts in')
+  const kolkata = (await api.get(`/v1/links/${link.uniq}/stats?${query({ ...range, to: '2026-04-04T15:00:00Z', timezone: 'Asia/Kolkata' })}`)).json()
+  t.same(kolkata.series.map((b: Json) => [b.start, b.clicks]), [['2026-04-04T18:00:00+05:30', 0], ['2026-04-04T19:00:00+05:30', 1]], 'two UTC hours, two buckets, none empty past the end')
+})
+
 t.test('a link without visits: zeros in every bucket, empty lists', async (t) => {
   const body = (await api.get(`/v1/links/${quiet.uniq}/stats?${query(MARCH)}`)).json()
   t.same(body.totals, { clicks: 0, visitors: 0, bots: 0 })
@@ -236,6 +256,12 @@ t.test('workspaces are isolated', async (t) => {
     t.match(response.headers['content-type'], /^application\/problem\+json/)
     t.equal(response.json().code, 'not_found')
   }
+})
+
+t.test('a blank tag filter is a 400, not the whole workspace', async (t) => {
+  const response = await api.get(`/v1/stats?tag=%20&${query(MARCH)}`)
+  t.equal(response.statusCode, 400)
+  t.match(response.json(), { code: 'validation_failed', errors: [{ path: '/tag', message: 'must not be blank' }] })
 })
 
 t.test('401 without a token on every stats route', async (t) => {

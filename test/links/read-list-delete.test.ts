@@ -225,6 +225,11 @@ t.test('GET /v1/links filters by tags: repeatable, all must match, any case', as
   t.same(ids(await api.get('/v1/links?tag=email')), ['c'])
 
   t.equal((await api.get('/v1/links?tag=')).statusCode, 400)
+  for (const blank of ['%20', '%20%20&tag=winter']) {
+    const response = await api.get(`/v1/links?tag=${blank}`)
+    t.equal(response.statusCode, 400, `tag=${blank}: blank, not ignored (which listed every link)`)
+    t.match(response.json(), { code: 'validation_failed', errors: [{ path: '/tag', message: 'must not be blank' }] })
+  }
   t.equal((await api.get(`/v1/links?tag=${'x'.repeat(65)}`)).statusCode, 400)
 })
 
