@@ -83,7 +83,8 @@ export class MemoryQuotaStore implements QuotaStore {
     if (log.entries.length === 0) this.logs.delete(`${subject.workspaceId}:${subject.operation}`)
   }
 
-  private decide(subject: QuotaSubject, limits: QuotaLimits, now: number, count: number): { decision: QuotaDecision; granted: number } {
+  private decide(subject: QuotaSubject, limits: QuotaLimits, at: number, count: number): { decision: QuotaDecision; granted: number } {
+    const now = Math.floor(at) // milliseconds, as the Redis store takes them
     const log = this.logOf(subject)
     log.prune(now)
     const hourUsed = log.entries.length - log.hourStart(now)

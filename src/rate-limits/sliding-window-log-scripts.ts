@@ -23,7 +23,12 @@ local day = redis.call('ZCARD', key)
 local hour = redis.call('ZCOUNT', key, hourStart, '+inf')
 local taking = 0
 if ARGV[2] == '1' then taking = math.max(0, math.min(tonumber(ARGV[7]), hourLimit - hour, dayLimit - day)) end
-for i = 1, taking do redis.call('ZADD', key, now, ARGV[8] .. ':' .. i) end
+-- Should the clock step back, a request counts from the newest time instead (longer, never shorter), as in the
+-- in-process store.
+local at = now
+local newest = redis.call('ZREVRANGE', key, 0, 0, 'WITHSCORES')
+if #newest > 0 then at = math.max(now, tonumber(newest[2])) end
+for i = 1, taking do redis.call('ZADD', key, at, ARGV[8] .. ':' .. i) end
 if taking > 0 then
   hour = hour + taking
   day = day + taking
@@ -42,9 +47,12 @@ end
 return { taking, hour, freeAt(hour, hourLimit, hourStart, hourMs), day, freeAt(day, dayLimit, '-inf', dayMs) }
 `
 
-/** KEYS: the log. ARGV: the ids to give back (those no longer in the log are left alone). */
+/**
+ * KEYS: the log. ARGV: the ids to give back (those no longer in the log are left alone), a thousand at a time: Lua
+ * unpacks at most about 8,000 values at once.
+ */
 export const REFUND_SCRIPT = `
-redis.call('ZREM', KEYS[1], unpack(ARGV))
+for i = 1, #ARGV, 1000 do redis.call('ZREM', KEYS[1], unpack(ARGV, i, math.min(i + 999, #ARGV))) end
 if redis.call('ZCARD', KEYS[1]) == 0 then redis.call('DEL', KEYS[1]) end
 return 1
 `

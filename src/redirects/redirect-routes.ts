@@ -139,55 +139,54 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     return visitSlug(request, reply, host, request.params.slug)
   })
 
-  app.post<SlugRoute>(
-    '/:slug',
-    {
-      ...visitorRoute,
-      bodyLimit: FORM_BODY_LIMIT,
-      onRequest: async (request, reply) => {
-        if (shortHost(request) === null) return notARoute(reply)
-        if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
-          throw unsupportedMediaType('The body must be sent as Content-Type: application/x-www-form-urlencoded')
-        }
-      },
+  const passwordRoute = {
+    ...visitorRoute,
+    bodyLimit: FORM_BODY_LIMIT,
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+      if (shortHost(request) === null) return notARoute(reply)
+      if (!/^application\/x-www-form-urlencoded\s*(;|$)/i.test(request.headers['content-type'] ?? '')) {
+        throw unsupportedMediaType('The body must be sent as Content-Type: application/x-www-form-urlencoded')
+      }
     },
-    async function submitPassword(request, reply) {
-      const host = shortHost(request)!
-      const { slug } = request.params
-      const view = SLUG.test(slug) ? await redirects.lookup(host, slug) : null
-      const now = redirects.now()
-      // Only a live protected link takes a password; otherwise the form's address answers as its GET would.
-      if (view === null || isExpired(view, now) || view.passwordHash === null) return answerVisit(request, reply, view)
-      const password = (request.body as Record<string, unknown> | undefined)?.password
-      if (typeof password !== 'string' || password === '') {
-        return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message: 'Enter the password.' } })
-      }
-      const decision = await throttle.take(view.uniq, request.ip, now)
-      if (!decision.allowed) {
-        counters.throttled++
-        const minutes = Math.ceil(decision.retryAfterSeconds / 60)
-        const message = `Too many wrong passwords. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`
-        return answerVisit(request, reply, view, {
-          unlocked: false,
-          passwordError: { status: 429, message, retryAfterSeconds: decision.retryAfterSeconds },
-        })
-      }
-      // scrypt, compared with timingSafeEqual (src/links/password.ts); longer than any stored password is wrong.
-      // The limit counts characters as the API's schema does (an emoji is one, though two UTF-16 units).
-      const withinLimit = password.length <= 2 * LIMITS.password && codePointLength(password) <= LIMITS.password
-      const right = withinLimit && (await verifyPassword(password, view.passwordHash))
-      if (!right) {
-        counters.wrongPassword++
-        return answerVisit(request, reply, view, {
-          unlocked: false,
-          passwordError: { status: 401, message: 'That password is not right. Try again.' },
-        })
-      }
-      throttle.giveBack(view.uniq, request.ip, decision.ticket)
-      const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, request.protocol === 'https')
-      return answerVisit(request, reply, view, { unlocked: true, setCookie })
-    },
-  )
+  }
+  async function submitPassword(request: FastifyRequest<SlugRoute>, reply: FastifyReply) {
+    const host = shortHost(request)!
+    const { slug } = request.params
+    const view = SLUG.test(slug) ? await redirects.lookup(host, slug) : null
+    const now = redirects.now()
+    // Only a live protected link takes a password; otherwise the form's address answers as its GET would.
+    if (view === null || isExpired(view, now) || view.passwordHash === null) return answerVisit(request, reply, view)
+    const password = (request.body as Record<string, unknown> | undefined)?.password
+    if (typeof password !== 'string' || password === '') {
+      return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message: 'Enter the password.' } })
+    }
+    const decision = await throttle.take(view.uniq, request.ip, now)
+    if (!decision.allowed) {
+      counters.throttled++
+      const minutes = Math.ceil(decision.retryAfterSeconds / 60)
+      const message = `Too many wrong passwords. Try again in ${minutes} minute${minutes === 1 ? '' : 's'}.`
+      return answerVisit(request, reply, view, {
+        unlocked: false,
+        passwordError: { status: 429, message, retryAfterSeconds: decision.retryAfterSeconds },
+      })
+    }
+    // scrypt, compared with timingSafeEqual (src/links/password.ts); longer than any stored password is wrong.
+    // The limit counts characters as the API's schema does (an emoji is one, though two UTF-16 units).
+    const withinLimit = password.length <= 2 * LIMITS.password && codePointLength(password) <= LIMITS.password
+    const right = withinLimit && (await verifyPassword(password, view.passwordHash))
+    if (!right) {
+      counters.wrongPassword++
+      return answerVisit(request, reply, view, {
+        unlocked: false,
+        passwordError: { status: 401, message: 'That password is not right. Try again.' },
+      })
+    }
+    throttle.giveBack(view.uniq, request.ip, decision.ticket)
+    const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, request.protocol === 'https')
+    return answerVisit(request, reply, view, { unlocked: true, setCookie })
+  }
+  // The form posts to the address it was shown at, `/<slug>/` included.
+  for (const url of ['/:slug', '/:slug/']) app.post<SlugRoute>(url, passwordRoute, submitPassword)
 
   // The link's QR code, in this scope for its quiet logger and host rules; not a visit.
   publicQrRoute(app, { shortHost, notARoute })

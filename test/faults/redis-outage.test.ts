@@ -214,7 +214,7 @@ t.test('a refund whose answer is lost with its connection is sent again, harmles
   t.equal((await api.update(link.uniq, { title: 'one' }, { autofill: false })).statusCode, 200, 'one of 3 slots used')
 
   // The refund script's text (sent as EVAL the first time) marks the connection whose answers are then held.
-  proxy.holdRepliesTo("redis.call('ZREM', KEYS[1], unpack(ARGV))")
+  proxy.holdRepliesTo("redis.call('ZREM', KEYS[1], unpack(ARGV, i,")
   const failing = api.update(999_999, { title: 'x' }) // a 404: its slot is given back as it is answered
   // Cut before the request's 250 ms deadline: the refund fails for its lost connection, not for a late answer.
   while (proxy.held === 0) await new Promise((resolve) => setTimeout(resolve, 5))

@@ -57,6 +57,24 @@ for (const { name, store } of stores) {
     t.equal((await store.peek(subject, limits, T0 + 3_700_000)).windows[1].used, 1, 'the same refund again gives nothing more')
   })
 
+  t.test(`${name}: a clock that steps back counts the next request from the newest time`, async (t) => {
+    const subject = newSubject()
+    const limits = { hour: 2, day: 10 }
+    t.ok((await store.reserve(subject, limits, T0)).allowed)
+    t.ok((await store.reserve(subject, limits, T0 - 3_000_000)).allowed, 'taken, as if at T0')
+    const later = await store.reserve(subject, limits, T0 + 700_000)
+    t.notOk(later.allowed, 'both still count 700 s after T0')
+    t.equal(later.windows[0].resetSeconds, 2900, 'until T0 + 3600 s')
+  })
+
+  t.test(`${name}: a refund of many ids at once`, async (t) => {
+    const subject = newSubject()
+    const limits = { hour: 20_000, day: 20_000 }
+    const { decision } = await store.reserveMany!(subject, limits, T0, 9000)
+    await store.refund(decision.taken!)
+    t.equal((await store.peek(subject, limits, T0)).windows[1].used, 0, 'all 9,000 given back')
+  })
+
   t.test(`${name}: a bulk reservation takes what fits, and gives back any of its slots`, async (t) => {
     const subject = newSubject()
     const limits = { hour: 5, day: 10 }

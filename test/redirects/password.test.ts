@@ -143,6 +143,18 @@ t.test('after the right password, a link that shows a page sends the visitor bac
   }
 })
 
+t.test('the form shown at /<slug>/ posts there, and opens the link', async (t) => {
+  await protectedLink('slashed')
+  t.equal((await visit(app, '/slashed/')).statusCode, 200, 'the form')
+  const wrong = await postPassword(app, '/slashed/', 'guess')
+  t.equal(wrong.statusCode, 401)
+  t.match(wrong.body, /not right/)
+  const right = await postPassword(app, '/slashed/?ref=mail', 'open sesame')
+  t.equal(right.statusCode, 302)
+  t.equal(right.headers.location, 'https://example.com/slashed?ref=mail')
+  t.match(String(right.headers['set-cookie']), /^sl_access_\d+=/)
+})
+
 t.test('what the form address does with other posts', async (t) => {
   await protectedLink('posts')
   const empty = await postPassword(app, '/posts', '')
