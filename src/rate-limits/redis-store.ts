@@ -27,6 +27,10 @@ interface QuotaScripts {
   quotaRefund(...args: (string | number)[]): Promise<number>
 }
 
+/** Names this process's requests apart from every other instance's; `calls` numbers them within it (every store). */
+const PROCESS_ID = randomBytes(9).toString('base64url')
+let calls = 0
+
 export class RedisQuotaStore implements QuotaStore {
   private readonly scripts: QuotaScripts
 
@@ -52,8 +56,9 @@ export class RedisQuotaStore implements QuotaStore {
   }
 
   private async runMany(subject: QuotaSubject, limits: QuotaLimits, now: number, take: boolean, count: number) {
-    // The ids of this call's requests: a random prefix, numbered by the script.
-    const prefix = randomBytes(9).toString('base64url')
+    // The ids of this call's requests: this process's random name and the call's number, numbered by the script
+    // (a random id per call cost about 8 µs of CPU, a tenth of the call).
+    const prefix = `${PROCESS_ID}.${(calls++).toString(36)}`
     const args: (string | number)[] = [this.key(subject), Math.floor(now), take ? '1' : '0']
     for (const window of QUOTA_WINDOWS) args.push(limitOf(limits, window), window.seconds * 1000)
     args.push(count, prefix)
