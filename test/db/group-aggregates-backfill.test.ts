@@ -2,24 +2,11 @@
  * The group_aggregates migration fills GroupHourly and GroupDaily from the links' aggregates stored before it, by
  * the tags and folder the links have then, so that the tag and folder stats of those visits are the same after it.
  */
-import { PGlite } from '@electric-sql/pglite'
 import t from 'tap'
-import { applyMigrations, readMigrations, type SqlRunner } from '../../src/db/migrate.js'
+import { beforeMigration } from '../support/migration-backfill.js'
 
 t.test("the links' aggregates so far, summed by the tags and folder the links have", async (t) => {
-  // The migration SQL is the same for PGlite and PostgreSQL: an in-memory database is enough.
-  const db = new PGlite()
-  t.teardown(() => db.close())
-  const runner: SqlRunner = {
-    query: async (sql, params = []) => (await db.query<Record<string, unknown>>(sql, params)).rows,
-    exec: async (sql) => {
-      await db.exec(sql)
-    },
-  }
-  const migrations = readMigrations()
-  const index = migrations.findIndex((migration) => migration.name.endsWith('_group_aggregates'))
-  t.ok(index > 0, 'the migration exists')
-  await applyMigrations(runner, migrations.slice(0, index))
+  const { db, migrateRest } = await beforeMigration(t, '_group_aggregates')
 
   // Link 1: one tag twice (in two spellings) and folder 1; link 2: tagKeys NULL, no folder; link 3: the same tag,
   // in a link of its own on the same domain; link 4: in another workspace, the same tag.
@@ -44,7 +31,7 @@ t.test("the links' aggregates so far, summed by the tags and folder the links ha
       (2, 'total', '2030-01-01T00:00:00Z', '', 5, 5, 0),
       (3, 'total', '2030-01-01T00:00:00Z', '', 3, 2, 0),
       (4, 'total', '2030-01-01T00:00:00Z', '', 7, 7, 0);`)
-  await applyMigrations(runner, migrations)
+  await migrateRest()
 
   const rows = async (table: string, time: string) =>
     (

@@ -1,22 +1,9 @@
 /** The link_list migration fills tagKeys for the links stored before it, so the tag filter finds them too. */
-import { PGlite } from '@electric-sql/pglite'
 import t from 'tap'
-import { applyMigrations, readMigrations, type SqlRunner } from '../../src/db/migrate.js'
+import { beforeMigration } from '../support/migration-backfill.js'
 
 t.test('links stored before the migration get their lower-case tags', async (t) => {
-  // The migration SQL is the same for PGlite and PostgreSQL: an in-memory database is enough.
-  const db = new PGlite()
-  t.teardown(() => db.close())
-  const runner: SqlRunner = {
-    query: async (sql, params = []) => (await db.query<Record<string, unknown>>(sql, params)).rows,
-    exec: async (sql) => {
-      await db.exec(sql)
-    },
-  }
-  const migrations = readMigrations()
-  const index = migrations.findIndex((migration) => migration.name.endsWith('_link_list'))
-  t.ok(index > 0, 'the migration exists')
-  await applyMigrations(runner, migrations.slice(0, index))
+  const { db, migrateRest } = await beforeMigration(t, '_link_list')
 
   await db.exec(`
     INSERT INTO "Workspace" ("name") VALUES ('old');
@@ -24,7 +11,7 @@ t.test('links stored before the migration get their lower-case tags', async (t) 
       (1, 'go.old.test', 'a', 'a', 'https://example.com/', ARRAY['Summer', 'EMAIL'], now()),
       (1, 'go.old.test', 'b', 'b', 'https://example.com/', ARRAY[]::text[], now()),
       (1, 'go.old.test', 'c', 'c', 'https://example.com/', NULL, now());`)
-  await applyMigrations(runner, migrations)
+  await migrateRest()
 
   const { rows } = await db.query('SELECT "slug", "tags", "tagKeys" FROM "Link" ORDER BY "slug"')
   t.same(rows, [
