@@ -25,7 +25,7 @@ import { CLAIM_LEASE_MS, type Claim, type IdempotencyStore, type StoreTimes, typ
 import { PostgresIdempotencyStore } from '../idempotency/postgres-store.js'
 import { RedisIdempotencyStore } from '../idempotency/redis-store.js'
 import { answerToKeep, sendAnswer } from '../idempotency/replay.js'
-import { RedisUnavailableError } from '../redis/redis-client.js'
+import { writeAgainLater } from '../redis/redis-client.js'
 
 export interface IdempotencyOptions extends StoreTimes {
   /** A store of the caller's; otherwise Redis when REDIS_URL is set, else the database. */
@@ -102,18 +102,13 @@ export default fp(
      * lease end first, a retry would run the request a second time. A write that was sent and only answered late
      * (RedisUnavailableError with `late`) is offered again only if it turns out to have failed.
      */
-    function keepAnswerLater(claim: Claim, answer: StoredAnswer, error: unknown, started = Date.now()): void {
-      const offerAgain = (failure: unknown) => {
-        if (Date.now() - started + KEEP_RETRY_MS >= (settings.leaseMs ?? CLAIM_LEASE_MS)) {
-          app.log.warn({ err: failure }, 'idempotency key: the answer could not be kept; a retry after the lease runs the request again')
-          return
-        }
-        setTimeout(() => {
-          store.complete(claim, answer, now()).catch((next: unknown) => keepAnswerLater(claim, answer, next, started))
-        }, KEEP_RETRY_MS).unref()
-      }
-      if (error instanceof RedisUnavailableError && error.late) error.late.catch(offerAgain)
-      else offerAgain(error)
+    function keepAnswerLater(claim: Claim, answer: StoredAnswer, error: unknown): void {
+      writeAgainLater(() => store.complete(claim, answer, now()), error, {
+        everyMs: KEEP_RETRY_MS,
+        forMs: settings.leaseMs ?? CLAIM_LEASE_MS,
+        giveUp: (failure) =>
+          app.log.warn({ err: failure }, 'idempotency key: the answer could not be kept; a retry after the lease runs the request again'),
+      })
     }
 
     function routeHooks(operation: string) {

@@ -25,7 +25,7 @@ import { MemoryQuotaStore } from '../rate-limits/memory-store.js'
 import { afterRefund, exhaustedWindow, quotaHeaders } from '../rate-limits/quota-headers.js'
 import { LateReservation, type QuotaDecision, type QuotaLimits, type QuotaOperation, type QuotaStore, type QuotaSubject, type QuotaTaken } from '../rate-limits/quota-store.js'
 import { RedisQuotaStore } from '../rate-limits/redis-store.js'
-import { firstConnection } from '../redis/redis-client.js'
+import { firstConnection, writeAgainLater } from '../redis/redis-client.js'
 import { workspaceLimits } from '../workspaces/workspace-repository.js'
 
 export interface RateLimitOptions {
@@ -106,9 +106,9 @@ declare module 'fastify' {
   }
 }
 
-/** A refund the store failed is tried again this often, this many times in all. */
+/** A refund the store failed is tried again this often, for this long. */
 const REFUND_RETRY_MS = 1000
-const REFUND_ATTEMPTS = 30
+const REFUND_RETRY_FOR_MS = 30_000
 
 /** While the store is unreachable, a warning at most this often (with how many requests met it). */
 const OUTAGE_LOG_INTERVAL_MS = 60_000
@@ -226,14 +226,14 @@ export default fp(
 
     /**
      * A refund that failed is tried again every second for a while. A refund names the requests it gives back,
-     * so one that was sent and ran (its answer late, or lost with its connection) is harmless to send again.
+     * so one that was sent and ran (its answer lost with its connection) is harmless to send again.
      */
-    function refundAgainLater(taken: QuotaTaken, error: unknown, attempt = 1): void {
-      if (attempt >= REFUND_ATTEMPTS) {
-        app.log.warn({ err: error }, 'rate limits: a slot of a request that did not succeed could not be given back')
-        return
-      }
-      setTimeout(() => store.refund(taken).catch((next: unknown) => refundAgainLater(taken, next, attempt + 1)), REFUND_RETRY_MS).unref()
+    function refundAgainLater(taken: QuotaTaken, error: unknown): void {
+      writeAgainLater(() => store.refund(taken), error, {
+        everyMs: REFUND_RETRY_MS,
+        forMs: REFUND_RETRY_FOR_MS,
+        giveUp: (failure) => app.log.warn({ err: failure }, 'rate limits: a slot of a request that did not succeed could not be given back'),
+      })
     }
 
     /** A reservation the store made after its request stopped waiting: what the request did not use goes back. */

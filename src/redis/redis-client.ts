@@ -20,6 +20,26 @@ export class RedisUnavailableError extends Error {
 }
 
 /**
+ * A write that must reach Redis after all (a quota refund, an idempotent answer to keep), `error` being why its
+ * first try failed: sent again every `everyMs` until it succeeds, or `giveUp` once `forMs` would have passed since
+ * the first try. A write given up on at its deadline but sent (RedisUnavailableError with `late`) is sent again
+ * only if it turns out to have failed.
+ */
+export function writeAgainLater(
+  write: () => Promise<unknown>,
+  error: unknown,
+  options: { everyMs: number; forMs: number; giveUp: (error: unknown) => void },
+  started = Date.now(),
+): void {
+  const again = (failure: unknown) => {
+    if (Date.now() - started + options.everyMs >= options.forMs) return options.giveUp(failure)
+    setTimeout(() => write().catch((next: unknown) => writeAgainLater(write, next, options, started)), options.everyMs).unref()
+  }
+  if (error instanceof RedisUnavailableError && error.late) error.late.catch(again)
+  else again(error)
+}
+
+/**
  * A client that never makes a request wait: commands fail at once while disconnected (no offline queue);
  * a connection that stops answering is dropped after 2 s (socketTimeout), failing what it still holds;
  * it keeps reconnecting in the background (ioredis's default back-off, at most 2 s apart), so the service
