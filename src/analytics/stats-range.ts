@@ -49,16 +49,21 @@ export function parseInstant(value: string | undefined, path: string, bounds: In
 /**
  * An IANA zone name. Intl decides whether it exists; the pattern keeps out what Intl may accept but PostgreSQL
  * reads differently: an offset like "+01:00" is a POSIX zone there, with its sign the other way round.
+ * The answer names the zone as ICU spells it ("america/new_york" becomes "America/New_York"), except where ICU
+ * would swap the client's name for an older alias of the same zone (Asia/Kolkata is Asia/Calcutta to ICU):
+ * then the client's own name is kept, as PostgreSQL knows both.
  */
 export function parseTimezone(value: string | undefined): string {
   if (value === undefined) return 'UTC'
   const invalid = () => fieldError('/timezone', 'must be an IANA time zone name, such as Europe/Paris or UTC')
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value)) throw invalid()
+  let resolved: string
   try {
-    return new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
+    resolved = new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
   } catch {
     throw invalid()
   }
+  return resolved.toLowerCase() === value.toLowerCase() ? resolved : value
 }
 
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR)

@@ -173,6 +173,10 @@ t.test('America/New_York across the end of daylight time', async (t) => {
   t.same(utc.series.map((b: Json) => b.clicks), [0, 1], 'and 11-02 in UTC')
   const zone = (await api.get(`/v1/links/${l2.uniq}/stats?${query({ ...MARCH, timezone: 'america/new_york' })}`)).json()
   t.equal(zone.timezone, 'America/New_York', 'the zone is echoed by its canonical name')
+  const kolkata = await api.get(`/v1/links/${l2.uniq}/stats?${query({ ...MARCH, timezone: 'Asia/Kolkata' })}`)
+  t.equal(kolkata.statusCode, 200)
+  t.equal(kolkata.json().timezone, 'Asia/Kolkata', 'a current name is not swapped for the older alias ICU prefers (Asia/Calcutta)')
+  t.match(kolkata.json().series[0].start, /\+05:30$/, 'and the series is cut in that zone')
 })
 
 t.test('hours in zones that are not whole hours from UTC: a half-hour DST change, a half-hour offset', async (t) => {
