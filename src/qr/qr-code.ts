@@ -35,7 +35,7 @@ export interface QrImage {
 export const MIN_CONTRAST = 3
 
 /** Bumped when the drawing changes, so ETags of the old images no longer match. */
-const DRAWING_VERSION = '1'
+const DRAWING_VERSION = '2'
 
 function parseColor(hex: string): Rgba {
   const digits = hex.replace(/^#/, '')
@@ -104,57 +104,65 @@ export function qrEtag(text: string, options: QrOptions): string {
   return `"${createHash('sha256').update(key.join('\n')).digest('base64url').slice(0, 27)}"`
 }
 
-/** Which module each pixel column (and row) of the image falls in, margin included: modules get ⌊size/n⌋ or ⌈size/n⌉ pixels. */
-function moduleOfPixel(size: number, modulesWide: number): Int32Array {
-  return new Int32Array(size).map((_, pixel) => Math.floor((pixel * modulesWide) / size))
+/**
+ * Where the code sits in the image. Every module is the same whole number of pixels: modules of uneven widths
+ * (some a pixel wider than others, as scaling to any size gives) are misread by scanners at two or three pixels
+ * a module. The code is centred; the pixels left over widen the quiet zone beyond `margin` modules.
+ */
+function layout(size: number, modules: number, margin: number): { pixelsPerModule: number; offset: number } {
+  const pixelsPerModule = Math.floor(size / (modules + 2 * margin))
+  return { pixelsPerModule, offset: Math.floor((size - pixelsPerModule * modules) / 2) }
 }
 
 function drawPng(matrix: QRCode.BitMatrix, options: QrOptions): Buffer {
   const { size, margin } = options
   const modules = matrix.size
-  const wide = modules + 2 * margin
-  const moduleAt = moduleOfPixel(size, wide)
+  const { pixelsPerModule, offset } = layout(size, modules, margin)
+  /** The module a pixel column (or row) falls in; -1 in the quiet zone. */
+  const moduleAt = (pixel: number) => {
+    const module = Math.floor((pixel - offset) / pixelsPerModule)
+    return pixel >= offset && module < modules ? module : -1
+  }
   const stride = Math.ceil(size / 8)
   const light = Buffer.alloc(stride)
   const rows = new Map<number, Buffer>()
   const rowOfModule = (row: number): Buffer => {
-    const inCode = row >= 0 && row < modules
-    if (!inCode) return light
+    if (row < 0) return light
     let packed = rows.get(row)
     if (!packed) {
       packed = Buffer.alloc(stride)
       for (let x = 0; x < size; x++) {
-        const column = moduleAt[x] - margin
-        if (column >= 0 && column < modules && matrix.get(row, column)) packed[x >> 3] |= 0x80 >> (x & 7)
+        const column = moduleAt(x)
+        if (column >= 0 && matrix.get(row, column)) packed[x >> 3] |= 0x80 >> (x & 7)
       }
       rows.set(row, packed)
     }
     return packed
   }
-  return twoColourPng(size, size, [options.background, options.color], (y) => rowOfModule(moduleAt[y] - margin))
+  return twoColourPng(size, size, [options.background, options.color], (y) => rowOfModule(moduleAt(y)))
 }
 
 const svgColor = (attribute: string, { r, g, b, a }: Rgba) =>
   `${attribute}="#${hex({ r, g, b, a: 0 }).slice(0, 6)}"` + (a < 255 ? ` ${attribute}-opacity="${(a / 255).toFixed(3)}"` : '')
 
-/** One rectangle per run of dark modules in a row, in module units; width and height say the size in pixels. */
+/** One rectangle per run of dark modules in a row, in pixels laid out as the PNG's (layout above). */
 function drawSvg(matrix: QRCode.BitMatrix, options: QrOptions): Buffer {
   const { size, margin } = options
   const modules = matrix.size
-  const wide = modules + 2 * margin
+  const { pixelsPerModule: unit, offset } = layout(size, modules, margin)
   let path = ''
   for (let row = 0; row < modules; row++) {
     for (let column = 0; column < modules; column++) {
       if (!matrix.get(row, column)) continue
       let run = 1
       while (column + run < modules && matrix.get(row, column + run)) run++
-      path += `M${column + margin} ${row + margin}h${run}v1h-${run}z`
+      path += `M${offset + column * unit} ${offset + row * unit}h${run * unit}v${unit}h-${run * unit}z`
       column += run
     }
   }
   const svg =
-    `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${wide} ${wide}" shape-rendering="crispEdges">` +
-    `<rect width="${wide}" height="${wide}" ${svgColor('fill', options.background)}/>` +
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${size}" height="${size}" viewBox="0 0 ${size} ${size}" shape-rendering="crispEdges">` +
+    `<rect width="${size}" height="${size}" ${svgColor('fill', options.background)}/>` +
     `<path ${svgColor('fill', options.color)} d="${path}"/></svg>\n`
   return Buffer.from(svg)
 }

@@ -53,8 +53,17 @@ const decoded = (response: LightMyRequestResponse) =>
 
 const pixel = ({ width, pixels }: Raster, x: number, y: number) => [...pixels.subarray((y * width + x) * 4, (y * width + x) * 4 + 4)]
 
-/** The SVG's modules across, margin included (its viewBox). */
-const viewBoxSize = (svg: string) => Number(/viewBox="0 0 (\d+) \1"/.exec(svg)?.[1])
+/**
+ * Where an SVG's code sits, read off its first row of modules: the top-left finder pattern (7 modules wide) gives
+ * the quiet zone's width and the pixels per module; the top-right one, where the row ends, the modules across.
+ */
+function geometry(svg: string): { offset: number; unit: number; modules: number } {
+  const runs = [...svg.matchAll(/M(\d+) (\d+)h(\d+)v(\d+)/g)].map((match) => match.slice(1).map(Number))
+  const [offset, top, width] = runs[0]
+  const unit = width / 7
+  const lastOfRow = runs.filter(([, y]) => y === top).at(-1)!
+  return { offset, unit, modules: (lastOfRow[0] - offset) / unit + 7 }
+}
 
 t.test('the default: an SVG of the short address, with the slug as it was given', async (t) => {
   const response = await qr()
@@ -88,14 +97,18 @@ t.test('size is the whole image in pixels, exactly, margin included', async (t) 
   }
 })
 
-t.test('margin is the quiet zone in modules around the code', async (t) => {
-  const modules = viewBoxSize((await qr('?margin=0')).body)
-  t.equal(viewBoxSize((await qr()).body), modules + 8, 'the default is 4 modules each side')
-  t.equal(viewBoxSize((await qr('?margin=16')).body), modules + 32)
-  // The top-left finder pattern starts right at the margin.
-  t.match((await qr('?margin=0')).body, /d="M0 0h7v1h-7z/)
-  t.match((await qr('?margin=16')).body, /d="M16 16h7v1h-7z/)
-  const bare = readPng(await qr('?format=png&margin=0'))
+t.test('margin is the quiet zone in modules around the code, at least; every module is the same whole number of pixels', async (t) => {
+  const { modules } = geometry((await qr()).body)
+  for (const [size, margin] of [[300, 4], [300, 0], [600, 16], [134, 4], [2048, 1]]) {
+    const { offset, unit } = geometry((await qr(`?size=${size}&margin=${margin}`)).body)
+    t.ok(Number.isInteger(unit), `size ${size}, margin ${margin}: ${unit} pixels a module`)
+    t.equal(unit, Math.floor(size / (modules + 2 * margin)), 'the most whole pixels a module that fit with the margin')
+    t.ok(offset >= margin * unit, `a quiet zone of ${margin} modules and the pixels left over (${offset} px)`)
+    t.ok(Math.abs(size - 2 * offset - modules * unit) <= 1, 'the code centred')
+  }
+  const unit = Math.ceil(64 / modules)
+  t.match((await qr(`?size=${unit * modules}&margin=0`)).body, `d="M0 0h${7 * unit}v${unit}h-${7 * unit}z`, 'a size of whole modules, no margin: the finder pattern at the corner')
+  const bare = readPng(await qr(`?format=png&margin=0&size=${modules * 8}`))
   t.same(pixel(bare, 0, 0), [0, 0, 0, 255], 'margin=0: the corner pixel is the finder pattern')
   const framed = readPng(await qr('?format=png&margin=4'))
   t.same(pixel(framed, 0, 0), [255, 255, 255, 255], 'margin=4: the corner pixel is quiet zone')
@@ -110,7 +123,7 @@ t.test('each error correction level decodes; higher levels take more modules', a
     t.equal(svg.statusCode, 200, level)
     t.equal(decoded(svg), SUMMER_URL, `SVG at ${level}`)
     t.equal(decoded(await qr(`?level=${level}&format=png`)), SUMMER_URL, `PNG at ${level}`)
-    sizes.push(viewBoxSize(svg.body))
+    sizes.push(geometry(svg.body).modules)
   }
   t.same([...sizes].sort((a, b) => a - b), sizes, 'never fewer modules at a higher level')
   t.ok(sizes[3] > sizes[0], `H has more modules than L (${sizes.join(', ')})`)
@@ -124,9 +137,8 @@ t.test('color and background are applied, with or without #, alpha included', as
 
   const png = readPng(await qr('?format=png&color=993300&background=%23ffffcc'))
   t.same(pixel(png, 0, 0), [255, 255, 204, 255], 'the margin is the background')
-  // The top-left finder pattern's outer ring: module (0, 0) after 4 modules of margin, 37 modules across 300 pixels.
-  const modules = viewBoxSize(svg.body)
-  const at = Math.ceil((4 * 300) / modules) + 1
+  // The top-left finder pattern's outer ring: module (0, 0), where the quiet zone ends.
+  const at = geometry(svg.body).offset
   t.same(pixel(png, at, at), [0x99, 0x33, 0x00, 255], 'the dark modules are the colour')
   t.equal(decode(png), SUMMER_URL)
 
@@ -181,6 +193,16 @@ t.test('each bad parameter is a 400 problem naming it', async (t) => {
   }
   t.match(json(await qr('?format=gif')).errors[0].message, /svg, png/)
   t.match(json(await qr('?level=X')).errors[0].message, /L, M, Q, H/)
+})
+
+t.test('a long address at level H decodes at every size from two to three pixels a module, PNG and SVG', async (t) => {
+  // Modules scaled to uneven widths (2 and 3 pixels side by side) were misread at these sizes.
+  const long = await link({ id: 'L' + 'x'.repeat(63) })
+  const address = `https://${SHORT_DOMAIN}/${long.id}`
+  for (const size of [85, 89, 90, 100, 109, 117, 127, 134, 150]) {
+    t.equal(decoded(await qr(`?format=png&level=H&size=${size}`, long.uniq)), address, `PNG ${size}`)
+    t.equal(decoded(await qr(`?level=H&size=${size}`, long.uniq)), address, `SVG ${size}`)
+  }
 })
 
 t.test('a size that would give a module less than a pixel is a 400 naming /size', async (t) => {
