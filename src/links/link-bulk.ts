@@ -22,6 +22,7 @@ import type { ProblemBody } from '../../schemas/problem.js'
 import type { BulkCreateRequest } from '../../schemas/link-bulk.js'
 import { AppError, slugReserved, slugTaken, validationFailed } from '../errors/app-error.js'
 import type { Caller } from '../plugins/auth.js'
+import { clientDataProblems } from '../plugins/client-data.js'
 import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
 import type { BulkReservation } from '../plugins/rate-limits.js'
 import { resolveLinkDomain } from './domains.js'
@@ -85,6 +86,9 @@ export async function createLinks(
     request.links.map(async (link, index): Promise<Prepared | undefined> => {
       try {
         const body = { link }
+        // What the route's hook checks on a single create's body (src/plugins/validation.ts), for this link alone.
+        const found = clientDataProblems(body)
+        if (found.total > 0) throw validationFailed(found.problems, found.total)
         const validate = linkValidator()
         if (!validate(body)) throw validationFailed(fieldErrors(validate.errors ?? []))
         const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })

@@ -296,42 +296,57 @@ function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInp
  * before the link's own row: a pixel being deleted meanwhile is then either gone here (a 400 naming it) or
  * deleted only once this link is stored, with the link's updatedDate moved as for any link that loses a
  * pixel (src/pixels/pixel-repository.ts locks the same rows in the same order: pixel, then links).
+ *
+ * A pixel given by platform and value that the insert found already there can be renamed or deleted by another
+ * request before the SELECT locks it: it is then missing as if it had never been, and is inserted again (a few
+ * rounds at most: each needs another request to change that pixel in between).
  */
 async function resolvePixels(tx: Transaction, workspaceId: number, specs: PixelSpec[]): Promise<string[]> {
   if (specs.length === 0) return []
-  const wanted = specs.filter((spec): spec is Exclude<PixelSpec, { id: string }> => !('id' in spec))
-  if (wanted.length > 0) {
-    // ON CONFLICT DO NOTHING: a concurrent link creating the same pixel is not an error. Inserted in one
-    // order for every transaction (by platform, then value), so that two creating the same new pixels wait
-    // for each other instead of deadlocking.
-    const inOrder = wanted.slice().sort((a, b) => compare(a.platform, b.platform) || compare(a.value, b.value))
-    await tx.pixel.createMany({
-      data: inOrder.map((spec) => ({ workspaceId, platform: spec.platform, value: spec.value, title: spec.title })),
-      skipDuplicates: true,
-    })
-  }
+  const pixelKey = (pixel: { platform: string; value: string }) => `${pixel.platform}\u0000${pixel.value}`
   const ids = specs.flatMap((spec) => ('id' in spec ? [spec.id] : []))
-  const rows = await tx.$queryRaw<{ id: string; platform: string; value: string }[]>`
-    SELECT "id", "platform", "value" FROM "Pixel"
-    WHERE "workspaceId" = ${workspaceId}
-      AND ("id" = ANY(${ids}::uuid[])
-        OR ("platform", "value") IN (SELECT * FROM unnest(${wanted.map((spec) => spec.platform)}::text[], ${wanted.map((spec) => spec.value)}::text[])))
-    ORDER BY "id"
-    FOR KEY SHARE`
-  const byId = new Set(rows.map((row) => row.id))
-  const byKey = new Map(rows.map((row) => [`${row.platform}\u0000${row.value}`, row.id]))
+  const byId = new Set<string>()
+  const byKey = new Map<string, string>()
+  let missing = specs.filter((spec): spec is Exclude<PixelSpec, { id: string }> => !('id' in spec))
+  for (let round = 1; ; round++) {
+    if (missing.length > 0) {
+      // ON CONFLICT DO NOTHING: a concurrent link creating the same pixel is not an error. Inserted in one
+      // order for every transaction (by platform, then value), so that two creating the same new pixels wait
+      // for each other instead of deadlocking.
+      const inOrder = missing.slice().sort((a, b) => compare(a.platform, b.platform) || compare(a.value, b.value))
+      await tx.pixel.createMany({
+        data: inOrder.map((spec) => ({ workspaceId, platform: spec.platform, value: spec.value, title: spec.title })),
+        skipDuplicates: true,
+      })
+    }
+    const rows = await tx.$queryRaw<{ id: string; platform: string; value: string }[]>`
+      SELECT "id", "platform", "value" FROM "Pixel"
+      WHERE "workspaceId" = ${workspaceId}
+        AND ("id" = ANY(${round === 1 ? ids : []}::uuid[])
+          OR ("platform", "value") IN (SELECT * FROM unnest(${missing.map((spec) => spec.platform)}::text[], ${missing.map((spec) => spec.value)}::text[])))
+      ORDER BY "id"
+      FOR KEY SHARE`
+    for (const row of rows) {
+      byId.add(row.id)
+      byKey.set(pixelKey(row), row.id)
+    }
+    missing = missing.filter((spec) => !byKey.has(pixelKey(spec)))
+    if (missing.length === 0 || round === PIXEL_ROUNDS) break
+  }
   const resolved = specs.map((spec, index) => {
     if ('id' in spec) {
       if (!byId.has(spec.id)) throw fieldError(`/link/pixels/${index}`, 'is not a pixel of this workspace (it was deleted meanwhile)')
       return spec.id
     }
-    const id = byKey.get(`${spec.platform}\u0000${spec.value}`)
-    // Found by the insert above, deleted by another request before this one could lock it: rare, and harmless to repeat.
-    if (!id) throw fieldError(`/link/pixels/${index}`, 'was deleted by another request while this link was being saved; send it again')
+    const id = byKey.get(pixelKey(spec))
+    if (!id) throw fieldError(`/link/pixels/${index}`, 'was renamed or deleted by other requests while this link was being saved; send it again')
     return id
   })
   return [...new Set(resolved)]
 }
+
+/** Rounds of resolvePixels before a pixel that keeps being renamed or deleted under it is answered as a 400. */
+const PIXEL_ROUNDS = 3
 
 /** Code-unit order: the same in every instance, whatever its locale. */
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
@@ -402,7 +417,7 @@ export async function updateLink(
       grouped ? updateGroupedLink(database, link.uniq, changes, fill) : updatePlainLink(database.sql, link.uniq, changes, fill),
     )
   }
-  return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, () => inTransaction(prisma, async (tx) => {
+  const update = () => inTransaction(prisma, async (tx) => {
     const pixelIds = changes.pixels === undefined ? undefined : await resolvePixels(tx, link.workspaceId, changes.pixels)
     await lockScripts(tx, link.workspaceId, changes.linkScripts)
     const run: Run = (sql, params) => tx.$queryRawUnsafe<unknown[]>(sql, ...params)
@@ -413,7 +428,8 @@ export async function updateLink(
       `SELECT "updatedAt", "title", "description", "image", "favicon", ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`,
       link.uniq,
     )
-    if (!locked) return null
+    // Thrown, not returned: the pixels created above for this link must go with it.
+    if (!locked) throw new LinkGone()
     const filled = Object.fromEntries(Object.entries(fill).filter(([field]) => !locked[field as MetadataField]))
     if (pixelIds !== undefined) {
       await tx.linkPixel.deleteMany({ where: { linkUniq: link.uniq } })
@@ -426,8 +442,19 @@ export async function updateLink(
     })
     if (grouped) await moveGroupHistory(run, [{ before: locked, after: updated }])
     return updated
-  }))
+  })
+  return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, async () => {
+    try {
+      return await update()
+    } catch (error) {
+      if (error instanceof LinkGone) return null
+      throw error
+    }
+  })
 }
+
+/** Rolls back the transaction of an update whose link was deleted meanwhile (updateLink answers null). */
+class LinkGone extends Error {}
 
 /**
  * An update of plain columns in one statement, without reading the link first (see updateWithoutReading in

@@ -86,6 +86,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
     '/v1/links/bulk',
     {
       onRequest,
+      config: { bodyItems: 'links' },
       preValidation: bulkHooks.preValidation,
       onSend: [createQuota.onSend, bulkHooks.onSend].filter((hook) => hook !== undefined),
       onResponse: bulkHooks.onResponse,

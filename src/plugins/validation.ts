@@ -125,6 +125,12 @@ const compileParameterValidator = (schema: object): ValidateFunction => {
   return strictIntegers(inlined, parameterAjv.compile(inlined))
 }
 
+/** The body with its list of items emptied (left as it is when it holds no such list: the schema refuses it). */
+function withoutItems(body: unknown, key: string): unknown {
+  if (typeof body !== 'object' || body === null || !Array.isArray((body as Record<string, unknown>)[key])) return body
+  return { ...body, [key]: [] }
+}
+
 export default fp(async function validation(app: FastifyInstance) {
   app.setValidatorCompiler(({ schema, httpPart }) =>
     httpPart === 'body' ? compileBodyValidator(schema) : compileParameterValidator(schema),
@@ -132,14 +138,17 @@ export default fp(async function validation(app: FastifyInstance) {
   // What no schema can say (src/plugins/client-data.ts), on the parts of the request the route declares it
   // reads: those are what reach the database. A DELETE's stray body or an unknown route's path is left alone.
   // Attached only to routes that declare such a part, so routes without one (the visitor redirects) pay nothing.
+  // A route whose body holds a list of items answered one by one (the bulk create) names that list in its config
+  // (`bodyItems`): each item is checked by the route, a bad one failing in its own place, and the rest of the body here.
   app.addHook('onRoute', (route) => {
     const schema = route.schema
     if (!schema?.params && !schema?.querystring && !schema?.body) return
+    const itemsKey = route.config?.bodyItems
     const checkClientData: preValidationHookHandler = (request, _reply, done) => {
       const found = [
         ...(schema.params ? [clientDataProblems(request.params)] : []),
         ...(schema.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query)] : []),
-        ...(schema.body ? [clientDataProblems(request.body)] : []),
+        ...(schema.body ? [clientDataProblems(itemsKey ? withoutItems(request.body, itemsKey) : request.body)] : []),
       ]
       const total = found.reduce((sum, { total }) => sum + total, 0)
       done(total > 0 ? validationFailed(found.flatMap(({ problems }) => problems), total) : undefined)
@@ -147,5 +156,12 @@ export default fp(async function validation(app: FastifyInstance) {
     route.preValidation = [checkClientData, ...[route.preValidation ?? []].flat()]
   })
 })
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The member of the body that lists items a route answers one by one (see the onRoute hook above). */
+    bodyItems?: string
+  }
+}
 
 export type { FastifySchema }

@@ -89,6 +89,28 @@ t.test('a slug the batch repeats (in any case) goes to its first link; the repea
   t.equal(response.headers['x-ratelimit-remaining'], '0')
 })
 
+t.test('a NUL, a lone surrogate or a __proto__ key in one link fails that link alone; outside the links, the request', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulk-data', defaultDomain: 'go.bulk-data.test' })
+  const send = (body: string) =>
+    app.inject({ method: 'POST', url: '/v1/links/bulk', headers: { 'api-authorization': token, 'content-type': 'application/json' }, payload: body })
+  const response = await send(
+    '{"autofill":false,"links":[{"url":"https://example.com/","id":"kept"},{"url":"https://example.com/","title":"a\\u0000b"},' +
+      '{"url":"https://example.com/","__proto__":{}},{"url":"https://example.com/","note":"\\ud800"},{"url":"https://example.com/","id":"kept-too"}]}',
+  )
+  t.equal(response.statusCode, 200)
+  const { results } = json(response)
+  t.same(results.map((result: { status: number }) => result.status), [201, 400, 400, 400, 201])
+  t.same(results[1].problem.errors, [{ path: '/links/1/title', message: 'must not contain NUL characters' }])
+  t.match(results[2].problem.errors, [{ path: '/links/2/__proto__', message: /prototype pollution/ }])
+  t.match(results[3].problem.errors, [{ path: '/links/3/note', message: /lone surrogate/ }])
+  t.same((await prisma.link.findMany({ where: { workspace: { name: 'bulk-data' } }, orderBy: { uniq: 'asc' } })).map((link) => link.slug), ['kept', 'kept-too'])
+
+  const envelope = await send('{"autofill":false,"__proto__":{},"links":[{"url":"https://example.com/","id":"not-kept"}]}')
+  t.equal(envelope.statusCode, 400, 'a bad key beside the links fails the request')
+  t.match(json(envelope).errors, [{ path: '/__proto__' }])
+  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulk-data' }, slug: 'not-kept' } }), 0)
+})
+
 t.test('the body must hold 1 to 100 links', async (t) => {
   const token = await createWorkspaceToken(prisma, { workspace: 'bulk2' })
   for (const body of [{ links: [] }, { links: Array.from({ length: 101 }, () => ({ url: 'https://example.com/' })) }, { link: {} }]) {

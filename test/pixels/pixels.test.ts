@@ -181,6 +181,44 @@ t.test('a create or change of a pixel racing the delete of the pixel that held i
   t.same(answers.filter((status) => ![200, 201, 409].includes(status)), [], 'only 200, 201 or 409')
 })
 
+t.test('a link naming a pixel by platform and value while another request renames that pixel gets such a pixel', async (t) => {
+  // The link's insert finds the pixel there; the rename commits before the link locks it. The pixel is then
+  // missing as if it had never been, and is created again.
+  const { api } = await workspace()
+  const statuses: number[] = []
+  for (let round = 0; round < 30; round++) {
+    const named = await pixel(api, { platform: 'ga', value: `A-${round}` })
+    const [created, updated, renamed] = await Promise.all([
+      api.post('/v1/links/create', { link: { url: 'https://example.com/', pixels: [{ platform: 'ga', value: `A-${round}` }] }, autofill: false }),
+      api.put(`/v1/links/${(await api.link({ url: 'https://example.com/' })).uniq}`, { link: { pixels: [{ platform: 'ga', value: `A-${round}` }] }, autofill: false }),
+      api.put(`/v1/pixels/${named.id}`, { value: `R-${round}` }),
+    ])
+    t.equal(renamed.statusCode, 200)
+    statuses.push(created.statusCode, updated.statusCode)
+    for (const response of [created, updated].filter((response) => response.statusCode < 300)) {
+      t.match(response.json().pixels, [{ platform: 'ga', value: `A-${round}` }], `round ${round}`)
+    }
+  }
+  t.same(statuses.filter((status) => status >= 300), [], 'every create and update went through')
+})
+
+t.test('an update that fails because its link was deleted meanwhile leaves none of its new pixels behind', async (t) => {
+  const { api } = await workspace()
+  const answers = new Set<number>()
+  for (let round = 0; round < 30; round++) {
+    const link = await api.link({ url: 'https://example.com/' })
+    const [updated, deleted] = await Promise.all([
+      api.put(`/v1/links/${link.uniq}`, { link: { pixels: [{ platform: 'facebook', value: `new-${round}` }] }, autofill: false }),
+      api.delete(`/v1/links/${link.uniq}`),
+    ])
+    t.equal(deleted.statusCode, 204)
+    answers.add(updated.statusCode)
+    const stored = (await api.get('/v1/pixels')).json().pixels.filter((p: Json) => p.value === `new-${round}`)
+    t.equal(stored.length, updated.statusCode === 200 ? 1 : 0, `round ${round}: update ${updated.statusCode}`)
+  }
+  t.ok([...answers].every((status) => status === 200 || status === 404), `only 200 or 404 (${[...answers]})`)
+})
+
 t.test('isolation: another workspace cannot see, change, delete or use the pixels', async (t) => {
   const a = await workspace()
   const b = await workspace()
