@@ -24,7 +24,8 @@ export const ListLinksQuery = Type.Object({
   domain: Type.Optional(Type.String({ minLength: 1, maxLength: 253, description: 'Only links on this short domain' })),
   folderId: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_ROW_ID, description: 'Only links in this folder' })),
   tag: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tag }), {
+    // No minLength: an empty tag is refused with the blank ones, naming /tag (src/links/link-input.ts, tagFilterKeys).
+    Type.Array(Type.String({ maxLength: LIMITS.tag }), {
       maxItems: LIMITS.tags,
       description: 'Only links that have this tag, ignoring case; repeat it (tag=a&tag=b) for links that have all of them',
     }),

@@ -51,7 +51,8 @@ export const WorkspaceStatsQuery = Type.Object({
     Type.Integer({ minimum: 1, maximum: MAX_ROW_ID, description: 'Only links in this folder now (their visits from before too)' }),
   ),
   tag: Type.Optional(
-    Type.Array(Type.String({ minLength: 1, maxLength: LIMITS.tag }), {
+    // No minLength: an empty tag is refused with the blank ones, naming /tag (src/links/link-input.ts, tagFilterKeys).
+    Type.Array(Type.String({ maxLength: LIMITS.tag }), {
       maxItems: LIMITS.tags,
       description: 'Only links that have this tag now (their visits from before too), ignoring case; repeat it for links that have all of them (slower: see the README)',
     }),

@@ -262,10 +262,12 @@ t.test('workspaces are isolated', async (t) => {
   }
 })
 
-t.test('a blank tag filter is a 400, not the whole workspace', async (t) => {
-  const response = await api.get(`/v1/stats?tag=%20&${query(MARCH)}`)
-  t.equal(response.statusCode, 400)
-  t.match(response.json(), { code: 'validation_failed', errors: [{ path: '/tag', message: 'must not be blank' }] })
+t.test('an empty or blank tag filter is a 400, not the whole workspace', async (t) => {
+  for (const tag of ['', '%20']) {
+    const response = await api.get(`/v1/stats?tag=${tag}&${query(MARCH)}`)
+    t.equal(response.statusCode, 400)
+    t.match(response.json(), { code: 'validation_failed', errors: [{ path: '/tag', message: 'must not be blank' }] })
+  }
 })
 
 t.test('401 without a token on every stats route', async (t) => {

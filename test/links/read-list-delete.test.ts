@@ -224,8 +224,7 @@ t.test('GET /v1/links filters by tags: repeatable, all must match, any case', as
   t.same(ids(await api.get('/v1/links?tag=winter')), ['a'])
   t.same(ids(await api.get('/v1/links?tag=email')), ['c'])
 
-  t.equal((await api.get('/v1/links?tag=')).statusCode, 400)
-  for (const blank of ['%20', '%20%20&tag=winter']) {
+  for (const blank of ['', '%20', '%20%20&tag=winter', 'winter&tag=']) {
     const response = await api.get(`/v1/links?tag=${blank}`)
     t.equal(response.statusCode, 400, `tag=${blank}: blank, not ignored (which listed every link)`)
     t.match(response.json(), { code: 'validation_failed', errors: [{ path: '/tag', message: 'must not be blank' }] })
