@@ -6,8 +6,9 @@
  *   REDIS_URL is set) on a database of its own, with a workspace whose default domain is go.bench.test, quotas too
  *   large to be reached, a folder, 10,000 links to read and update and BENCH_DELETABLE more to delete;
  * - `bare`: a Fastify process with one route per reference, each sending the one pg statement it stands for
- *   (single-row INSERT … RETURNING, UPDATE … RETURNING, SELECT by key, SELECT of 20) to a table like the links'
- *   on a pool of 10 (the service's size), and a fixed answer.
+ *   (single-row INSERT … RETURNING, UPDATE … RETURNING, SELECT by key, SELECT of 20) to the service's own tables
+ *   (its migrations: the same columns, keys, indexes and foreign keys, and the same seeded links), prepared (a
+ *   named statement, as the service sends its hot ones), on a pool of 10 (the service's size), and a fixed answer.
  *
  * Every pg statement either process sends is counted (pg's Client.query, which Prisma's adapter, the raw queries
  * and the transactions all go through). The parent talks to it over IPC: the set-up once listening, then `stats`
@@ -19,6 +20,7 @@ import { randomBytes } from 'node:crypto'
 import { buildApp, loggerOptions } from '../src/app.js'
 import { createFolder } from '../src/workspaces/workspace-repository.js'
 import { benchConfig, seedWorkspace } from './support/bench-service.js'
+import { openDatabase } from '../src/db/database.js'
 import { createScratchDatabase } from '../test/support/scratch-database.js'
 import { openTestDatabase } from '../test/support/test-app.js'
 
@@ -42,61 +44,54 @@ pg.Client.prototype.query = function countedQuery(this: pg.Client, ...args: unkn
 const serverUrl = process.env.DATABASE_URL ?? 'postgresql://postgres@127.0.0.1:5432/test'
 
 if (mode === 'bare') {
-  // A database of its own, dropped at the end.
+  // A database of its own, dropped at the end, with the service's tables (its migrations) and the same links.
   const { url, drop } = await createScratchDatabase(serverUrl, 'bench_bare')
+  const database = await openDatabase({ databaseUrl: url, dataDir: 'unused' })
+  const { workspaceId, firstLink } = await seedWorkspace(database, { name: 'bench', domain: BENCH_DOMAIN, count: LINKS + DELETABLE })
+  await database.close()
   const pool = new pg.Pool({ connectionString: url, max: 10 })
   pool.on('error', () => {})
   teardowns.push(async () => {
     await pool.end()
     await drop()
   })
-  // The columns of a link that a plain create fills, and the same unique key and list index.
-  await pool.query(`CREATE TABLE "Link" (
-    "uniq" serial PRIMARY KEY, "workspaceId" int NOT NULL, "domain" text NOT NULL, "slug" text NOT NULL,
-    "slugKey" text NOT NULL, "url" text NOT NULL, "title" text, "tags" text[] NOT NULL DEFAULT '{}',
-    "createdAt" timestamptz NOT NULL DEFAULT now(), "updatedAt" timestamptz NOT NULL)`)
-  await pool.query(`CREATE UNIQUE INDEX ON "Link" ("domain", "slugKey")`)
-  await pool.query(`CREATE INDEX ON "Link" ("workspaceId", "uniq" DESC)`)
-  await pool.query(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
-     SELECT 1, $1, 'l' || g, 'l' || g, 'https://example.com/landing/' || g, now() FROM generate_series(1, ${LINKS + DELETABLE}) g`,
-    [BENCH_DOMAIN],
-  )
-  await pool.query('ANALYZE "Link"')
+  /** A named statement: parsed and planned once per connection, as the service's hot statements are. */
+  const prepared = async (name: string, text: string, values: unknown[]) => (await pool.query({ name, text, values })).rows
   const slug = () => randomBytes(5).toString('hex')
   app = Fastify()
   app.post('/insert', async (request, reply) => {
     const s = slug()
-    const { rows } = await pool.query(
+    const [row] = await prepared(
+      'insert',
       `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt") VALUES ($1, $2, $3, $4, $5, now()) RETURNING *`,
-      [1, BENCH_DOMAIN, s, s, (request.body as { link: { url: string } }).link.url],
+      [workspaceId, BENCH_DOMAIN, s, s, (request.body as { link: { url: string } }).link.url],
     )
-    return reply.code(201).send(rows[0])
+    return reply.code(201).send(row)
   })
   app.put('/update/:uniq', async (request) => {
-    const { rows } = await pool.query(`UPDATE "Link" SET "title" = $2, "updatedAt" = now() WHERE "uniq" = $1 RETURNING *`, [
+    const [row] = await prepared('update', `UPDATE "Link" SET "title" = $2, "updatedAt" = now() WHERE "uniq" = $1 RETURNING *`, [
       Number((request.params as { uniq: string }).uniq),
       (request.body as { link: { title: string } }).link.title,
     ])
-    return rows[0]
+    return row
   })
   app.get('/select/:uniq', async (request) => {
-    const { rows } = await pool.query(`SELECT * FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2`, [
+    const [row] = await prepared('select', `SELECT * FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2`, [
       Number((request.params as { uniq: string }).uniq),
-      1,
+      workspaceId,
     ])
-    return rows[0]
+    return row
   })
   app.get('/list', async () => {
-    const { rows } = await pool.query(`SELECT * FROM "Link" WHERE "workspaceId" = $1 ORDER BY "uniq" DESC LIMIT 20`, [1])
-    return { links: rows }
+    const links = await prepared('list', `SELECT * FROM "Link" WHERE "workspaceId" = $1 ORDER BY "uniq" DESC LIMIT 20`, [workspaceId])
+    return { links }
   })
   app.delete('/delete/:uniq', async (request, reply) => {
-    await pool.query(`DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2`, [Number((request.params as { uniq: string }).uniq), 1])
+    await prepared('delete', `DELETE FROM "Link" WHERE "uniq" = $1 AND "workspaceId" = $2`, [Number((request.params as { uniq: string }).uniq), workspaceId])
     return reply.code(204).send()
   })
   app.get('/fixed', async () => ({ status: 'ok' }))
-  setup = { firstLink: 1, firstDeletable: LINKS + 1, deletable: DELETABLE }
+  setup = { firstLink, firstDeletable: firstLink + LINKS, deletable: DELETABLE }
 } else {
   const config = benchConfig()
   const { database } = await openTestDatabase({ teardown: (fn) => teardowns.unshift(fn) })

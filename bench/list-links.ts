@@ -112,8 +112,9 @@ try {
     times.sort((a, b) => a - b)
     console.log(label.padEnd(50), percentile(times, 50).toFixed(2).padStart(10), percentile(times, 99).toFixed(2).padStart(10), String(returned).padStart(7))
     // The list query of the last request: the one that reads "Link" in uniq order.
-    const listQuery = queries.find((q) => /FROM "public"\."Link"/.test(q.query) && /ORDER BY/.test(q.query))
-    if (listQuery) plans.push([label, listQuery])
+    const listQuery = queries.find((q) => /FROM "Link"/.test(q.query) && /ORDER BY/.test(q.query))
+    if (!listQuery) throw new Error(`${label}: no list statement among the ${queries.length} sent (has the list's SQL changed?)`)
+    plans.push([label, listQuery])
   }
 
   for (const [label, { query, params }] of plans) {

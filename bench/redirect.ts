@@ -4,8 +4,8 @@
  * Fastify route answering a fixed 302, each in its own process, loaded by autocannon over loopback with the same
  * mix of addresses: 90% warm (1,000 links visited often), 9% cold (the other 9,000 in turn, through a cache of
  * 2,000 entries, so each is read from the database), 1% unknown (a new random slug each time). Prints, for
- * each, requests/s and p50/p99 latency at full rate, the ratio, p50/p99 at half of the peak rate (autocannon's
- * overallRate), the service's RSS and its database reads per visit.
+ * each, requests/s and p50/p99 latency at full rate, the ratio, p50/p99 at half of the peak rate (a steady load,
+ * bench/support/steady-load.ts: autocannon's own rate sends bursts), the service's RSS and its database reads per visit.
  *
  * The two servers take turns (BENCH_ROUNDS runs each), and each run also measures the server's CPU time per
  * request, which other load on the machine does not change the way it changes throughput.
@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { get, type IncomingMessage } from 'node:http'
 import { ask, compileBench, startServer, stop } from './support/child-server.js'
+import { steadyLoad } from './support/steady-load.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3)
@@ -84,28 +85,35 @@ interface Stats {
   loopDelayP99Ms: number
 }
 
-async function load(server: Server, seconds: number, overallRate?: number, prefix = ''): Promise<Run> {
+const HEADERS = { host: 'go.bench.test', 'user-agent': USER_AGENT }
+
+/** As fast as the server answers (autocannon), or at a steady `rate` a second. */
+async function load(server: Server, seconds: number, rate?: number, prefix = ''): Promise<Run> {
   const before = await ask<Stats>(server, 'stats')
-  const result = await autocannon({
-    url: `http://127.0.0.1:${server.port}`,
-    connections: CONNECTIONS,
-    duration: seconds,
-    overallRate,
-    headers: { host: 'go.bench.test', 'user-agent': USER_AGENT },
-    requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: prefix + nextPath() }) }],
-  })
+  const url = `http://127.0.0.1:${server.port}`
+  let result: { rps: number; p50: number; p99: number; byClass: Record<string, number>; errors: number }
+  if (rate === undefined) {
+    const run = await autocannon({
+      url,
+      connections: CONNECTIONS,
+      duration: seconds,
+      headers: HEADERS,
+      requests: [{ method: 'GET', setupRequest: (request) => ({ ...request, path: prefix + nextPath() }) }],
+    })
+    const byClass = { '2xx': run['2xx'], '3xx': run['3xx'], '4xx': run['4xx'], '5xx': run['5xx'] }
+    // autocannon counts a timeout among the errors too.
+    result = { rps: run.requests.average, p50: run.latency.p50, p99: run.latency.p99, byClass, errors: run.errors }
+  } else {
+    const run = await steadyLoad(url, { rate, seconds, connections: CONNECTIONS, next: () => ({ path: prefix + nextPath(), headers: HEADERS }) })
+    const byClass: Record<string, number> = { '2xx': 0, '3xx': 0, '4xx': 0, '5xx': 0 }
+    for (const [status, n] of Object.entries(run.statuses)) byClass[`${String(status)[0]}xx`] += n
+    result = { ...run, byClass }
+  }
   const after = await ask<Stats>(server, 'stats')
-  if (result.errors || result.timeouts || result['5xx'] || result['2xx']) {
-    throw new Error(`errors ${result.errors}, timeouts ${result.timeouts}, 2xx ${result['2xx']}, 5xx ${result['5xx']}`)
-  }
-  const answered = result['3xx'] + result['4xx']
-  return {
-    rps: result.requests.average,
-    p50: result.latency.p50,
-    p99: result.latency.p99,
-    answered,
-    cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered,
-  }
+  const { byClass } = result
+  if (result.errors || byClass['5xx'] || byClass['2xx']) throw new Error(`errors ${result.errors}, 2xx ${byClass['2xx']}, 5xx ${byClass['5xx']}`)
+  const answered = byClass['3xx'] + byClass['4xx']
+  return { rps: result.rps, p50: result.p50, p99: result.p99, answered, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered }
 }
 
 const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]

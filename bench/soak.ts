@@ -11,9 +11,10 @@
  *   20% API:       3% create, 3% update (a title), 5% get, 4% list (20 links), 5% a link's stats (a hot link)
  * Each request knows its expected status (302, 404 for the unknown slugs, 201, 200); any other is counted.
  *
- * Steps: 5 s of warm-up, SOAK_PEAK_SECONDS (default 10) at full speed to measure the peak, then one autocannon
- * run per minute at half of that peak (autocannon's overallRate). Each minute prints requests/s, p50/p99 latency,
- * socket errors and timeouts, unexpected statuses, and the service's RSS and V8 heap. The verdict: errors in
+ * Steps: 5 s of warm-up, SOAK_PEAK_SECONDS (default 10) at full speed to measure the peak (autocannon), then one
+ * run per minute at half of that peak, its requests evenly spaced (bench/support/steady-load.ts: autocannon's own
+ * rate sends each second's share in a burst). Each minute prints requests/s, p50/p99 latency (from the instant each
+ * request was due), socket errors and timeouts, unexpected statuses, and the service's RSS and V8 heap. The verdict: errors in
  * total (socket errors + timeouts + unexpected statuses, all minutes) must be 0, and the RSS at the end of the
  * last minute must be within 10% of the RSS at the end of the second (the first is warm-up of caches and pools).
  * The exit code is 1 when either fails.
@@ -23,6 +24,7 @@ import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
 import { ask, compileBench, startServer, stop } from './support/child-server.js'
+import { steadyLoad, type SteadyRequest } from './support/steady-load.js'
 
 const MINUTES = Number(process.env.SOAK_MINUTES ?? 10)
 const PEAK_SECONDS = Number(process.env.SOAK_PEAK_SECONDS ?? 10)
@@ -113,13 +115,19 @@ interface Run {
   unexpected: Record<number, number>
 }
 
-async function load(service: Service, seconds: number, overallRate?: number): Promise<Run> {
+function headersOf(service: Service, next: Request): Record<string, string> {
+  return next.visit
+    ? { host: DOMAIN, 'user-agent': USER_AGENT }
+    : { 'api-authorization': service.token, ...(next.body ? { 'content-type': 'application/json' } : {}) }
+}
+
+/** As fast as the service answers (autocannon). */
+async function load(service: Service, seconds: number): Promise<Run> {
   const unexpected: Record<number, number> = {}
   const result = await autocannon({
     url: `http://127.0.0.1:${service.port}`,
     connections: CONNECTIONS,
     duration: seconds,
-    overallRate,
     requests: [
       {
         // One request at a time per connection (no pipelining), so the context holds this request's expectation
@@ -127,10 +135,7 @@ async function load(service: Service, seconds: number, overallRate?: number): Pr
         setupRequest: (request, context) => {
           const next = nextRequest(service)
           Object.assign(context, { expect: next.expect } satisfies Expectation)
-          const headers: Record<string, string> = next.visit
-            ? { host: DOMAIN, 'user-agent': USER_AGENT }
-            : { 'api-authorization': service.token, ...(next.body ? { 'content-type': 'application/json' } : {}) }
-          return { ...request, method: next.method, path: next.path, body: next.body, headers } as typeof request
+          return { ...request, method: next.method, path: next.path, body: next.body, headers: headersOf(service, next) } as typeof request
         },
         onResponse: (status, _body, context) => {
           if (status !== (context as Expectation).expect) unexpected[status] = (unexpected[status] ?? 0) + 1
@@ -143,9 +148,25 @@ async function load(service: Service, seconds: number, overallRate?: number): Pr
     p50: result.latency.p50,
     p99: result.latency.p99,
     requests: result.requests.total,
-    errors: result.errors + result.timeouts,
+    // autocannon counts a timeout among the errors too.
+    errors: result.errors,
     unexpected,
   }
+}
+
+/** At a steady `rate` a second. */
+async function steady(service: Service, seconds: number, rate: number): Promise<Run> {
+  const result = await steadyLoad(`http://127.0.0.1:${service.port}`, {
+    rate,
+    seconds,
+    connections: CONNECTIONS,
+    next: (): SteadyRequest => {
+      const next = nextRequest(service)
+      return { method: next.method as SteadyRequest['method'], path: next.path, body: next.body, headers: headersOf(service, next), expect: next.expect }
+    },
+  })
+  const requests = Object.values(result.statuses).reduce((sum, n) => sum + n, 0) + result.errors
+  return { rps: result.rps, p50: result.p50, p99: result.p99, requests, errors: result.errors, unexpected: result.unexpected }
 }
 
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
@@ -174,11 +195,11 @@ async function main(): Promise<number> {
     console.log('minute    req/s   p50 ms   p99 ms   errors  unexpected          RSS     heap used')
     const minutes: (Run & Stats)[] = []
     for (let minute = 1; minute <= MINUTES; minute++) {
-      const run = await load(service, 60, rate)
+      const run = await steady(service, 60, rate)
       const stats = await ask<Stats>(service, 'stats')
       minutes.push({ ...run, ...stats })
       console.log(
-        `${String(minute).padStart(6)} ${run.rps.toFixed(0).padStart(8)} ${String(run.p50).padStart(8)} ${String(run.p99).padStart(8)} ` +
+        `${String(minute).padStart(6)} ${run.rps.toFixed(0).padStart(8)} ${run.p50.toFixed(1).padStart(8)} ${run.p99.toFixed(1).padStart(8)} ` +
           `${String(run.errors).padStart(8)}  ${(Object.keys(run.unexpected).length ? JSON.stringify(run.unexpected) : '0').padEnd(12)} ` +
           `${mb(stats.rss).padStart(10)} ${mb(stats.heapUsed).padStart(12)}`,
       )

@@ -146,7 +146,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(healthRoutes)
   await app.register(metricsRoutes, { metricsToken: config.metricsToken })
   // Visitors see a change to a link at once, on every instance.
-  const links = { prisma: options.database.prisma, database: options.database, config, autofill: app.autofill, onChange: app.redirects.linksChanged }
+  const links = {
+    prisma: options.database.prisma,
+    database: options.database,
+    config,
+    autofill: app.autofill,
+    onChange: app.redirects.linksChanged,
+    onUncertain: app.redirects.linksUncertain,
+  }
   await app.register(linkRoutes, { links })
   await app.register(linkReadRoutes, { links })
   await app.register(qrRoutes, { links })

@@ -1,12 +1,13 @@
 /**
  * A PostgreSQL database of a benchmark's own, created on the DATABASE_URL server (default the local `test`
- * one), migrated by the service's own runner and dropped by `drop()`. Its Prisma client reports every statement
- * into `queries`, so that a benchmark can show the EXPLAIN of the one it timed.
+ * one), migrated by the service's own runner and dropped by `drop()`. Every statement, Prisma's and the raw ones
+ * (prepared as the service prepares them), is reported into `queries`, so that a benchmark can show the EXPLAIN of
+ * the one it timed.
  */
 import { PrismaPg } from '@prisma/adapter-pg'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
-import { openDatabase, poolTransaction, poolWrite, SESSION_OPTIONS, type Database } from '../../src/db/database.js'
+import { openDatabase, poolTransaction, poolWrite, preparedName, SESSION_OPTIONS, type Database, type Prepared } from '../../src/db/database.js'
 import { PrismaClient } from '../../src/generated/prisma/client.js'
 
 export interface LoggedQuery {
@@ -67,11 +68,18 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool), log: [{ emit: 'event', level: 'query' }] })
   const queries: LoggedQuery[] = []
   prisma.$on('query', (event) => queries.push({ query: event.query, params: event.params, duration: event.duration }))
+  const raw = async <Row>(text: string, params: unknown[] = [], prepared?: Prepared) => {
+    const started = performance.now()
+    const name = prepared === 'prepared' ? preparedName(text) : undefined
+    const { rows } = await pool.query({ text, values: params, name })
+    queries.push({ query: text, params: JSON.stringify(params), duration: performance.now() - started })
+    return rows as Row[]
+  }
   const database: Database = {
     prisma,
     kind: 'postgres',
-    query: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
-    sql: async <Row>(text: string, params: unknown[] = []) => (await pool.query(text, params)).rows as Row[],
+    query: raw,
+    sql: raw,
     write: (text, params) => poolWrite(pool, text, params),
     transaction: (work) => poolTransaction(pool, work),
     ping: async () => true,

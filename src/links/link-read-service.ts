@@ -8,7 +8,7 @@ import type { Caller } from '../plugins/auth.js'
 import { deleteLinkByUniq, deletePlainLink, findLinksPage, type LinkFilter, type StoredLink } from './link-repository.js'
 import { domainsBarredFrom, refuseReservedLinkWrite } from './domains.js'
 import { tagFilterKeys } from './link-input.js'
-import { findLink, storedLocator, type LinkLocator, type LinkServiceContext } from './link-service.js'
+import { findLink, storedLocator, uncertainOnFailure, type LinkLocator, type LinkServiceContext } from './link-service.js'
 
 /**
  * A page's position is the uniq of its last link: the next page is the links below it. New links get higher
@@ -69,7 +69,8 @@ export async function listLinks(
 export async function deleteLink(context: LinkServiceContext, caller: Caller, locator: LinkLocator): Promise<void> {
   const where = storedLocator(locator)
   // Most links are in no group: one statement deletes them and says which they were.
-  const plain = where && (await deletePlainLink(context.database, caller.workspaceId, where, domainsBarredFrom(context.config, caller)))
+  const plain =
+    where && (await uncertainOnFailure(context, [where], () => deletePlainLink(context.database, caller.workspaceId, where, domainsBarredFrom(context.config, caller))))
   if (plain) {
     context.onChange?.([plain])
     return
@@ -79,6 +80,6 @@ export async function deleteLink(context: LinkServiceContext, caller: Caller, lo
   const link = await findLink(context, caller, locator)
   refuseReservedLinkWrite(context.config, caller, link)
   // Deleted by a concurrent request since it was found: this request did not delete it.
-  if (!(await deleteLinkByUniq(context.database, caller.workspaceId, link.uniq))) throw notFound()
+  if (!(await uncertainOnFailure(context, [link], () => deleteLinkByUniq(context.database, caller.workspaceId, link.uniq)))) throw notFound()
   context.onChange?.([link])
 }

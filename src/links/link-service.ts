@@ -23,6 +23,22 @@ export interface LinkServiceContext {
   autofill: Autofill
   /** Told of the links created, updated or deleted by each request (the visitor side's cache forgets them). */
   onChange?: (links: { domain: string; slug: string }[]) => void
+  /** Told of the links of a write that failed once it may have reached the database (see uncertainOnFailure). */
+  onUncertain?: (links: LinkLocator[]) => void
+}
+
+/**
+ * `write`, telling onUncertain of `links` should it fail other than with the service's own answer: PostgreSQL may
+ * have stored it all the same (its answer lost with the connection, or a statement given up on here committing
+ * later), and visitors must not keep seeing the link as it was for the redirect cache's lifetime.
+ */
+export async function uncertainOnFailure<T>(context: LinkServiceContext, links: LinkLocator[], write: () => Promise<T>): Promise<T> {
+  try {
+    return await write()
+  } catch (error) {
+    if (!(error instanceof AppError)) context.onUncertain?.(links)
+    throw error
+  }
 }
 
 /** A stored link and what autofill did to it (the X-Autofill header). */
@@ -191,7 +207,7 @@ async function updateWithoutReading(
     slugKey: patch.id === undefined ? undefined : slugKey(patch.id),
     notOnDomains: domainsBarredFrom(context.config, caller),
   }
-  const link = await updateLinkColumns(context.database, where, changes)
+  const link = await uncertainOnFailure(context, [{ uniq: locator.uniq }], () => updateLinkColumns(context.database, where, changes))
   if (!link) return null
   context.onChange?.([link])
   return { link, autofill: SKIPPED }
@@ -232,7 +248,7 @@ export async function updateLinkFields(
   }
   let updated: StoredLink | null
   try {
-    updated = await updateLink(context.database, link, set, fill)
+    updated = await uncertainOnFailure(context, [link], () => updateLink(context.database, link, set, fill))
   } catch (error) {
     throw folderGone(error) ?? error
   }

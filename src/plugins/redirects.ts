@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config/config.js'
 import { slugKey } from '../links/slug.js'
+import type { LinkLocator } from '../links/link-service.js'
 import { BLIND_MAX_AGE_MS, localChannel, RedisChangeChannel, type Change, type ChangeChannel } from '../redirects/invalidation.js'
 import { PasswordCookies } from '../redirects/password-cookie.js'
 import { MemoryPasswordThrottle, RedisPasswordThrottle, type PasswordThrottle } from '../redirects/password-throttle.js'
@@ -57,9 +58,18 @@ export interface Redirects {
   lookup(host: string, slug: string): RedirectView | null | Promise<RedirectView | null>
   /** Links were created, updated or deleted: every instance forgets what it had of them (one message for all). */
   linksChanged(links: { domain: string; slug: string }[]): void
+  /**
+   * A write of these links failed once it may have reached the database: it may have been stored all the same (its
+   * answer lost with the connection). Every instance forgets them at once, and again FORGET_AGAIN_AFTER_MS later,
+   * for a statement given up on here that commits later still.
+   */
+  linksUncertain(links: LinkLocator[]): void
   /** Something all links of a workspace may show changed (a pixel, a script). */
   workspaceChanged(workspaceId: number): void
 }
+
+/** When the links of a failed write are forgotten a second time (linksUncertain). */
+export const FORGET_AGAIN_AFTER_MS = 5000
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -82,6 +92,7 @@ export default fp(
     const cache = new RedirectCache(readViews, settings.cache)
     const apply = (change: Change) => {
       if (change.keys) cache.invalidate(change.keys)
+      if (change.links) cache.invalidateLinks(change.links)
       if (change.workspaceId !== undefined) cache.invalidateWorkspace(change.workspaceId)
     }
     const keyPrefix = options.config.redisKeyPrefix + (settings.keyPrefix ?? '')
@@ -121,6 +132,14 @@ export default fp(
         return cached !== undefined ? cached : cache.load(host, key)
       },
       linksChanged: (links) => publish({ keys: links.map((link) => cacheKey(link.domain, slugKey(link.slug))) }),
+      linksUncertain: (links) => {
+        const change: Change = {
+          keys: links.flatMap((link) => ('slug' in link ? [cacheKey(link.domain, slugKey(link.slug))] : [])),
+          links: links.flatMap((link) => ('uniq' in link ? [link.uniq] : [])),
+        }
+        publish(change)
+        setTimeout(() => publish(change), FORGET_AGAIN_AFTER_MS).unref()
+      },
       workspaceChanged: (workspaceId) => publish({ workspaceId }),
     } satisfies Redirects)
 

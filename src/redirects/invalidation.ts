@@ -16,6 +16,8 @@ import { withDeadline } from '../redis/redis-client.js'
 /** What changed: some links (cache keys), or anything of a workspace that its links show (pixels, scripts). */
 export interface Change {
   keys?: string[]
+  /** Links by uniq (a failed write's, whose address the request did not name). */
+  links?: number[]
   workspaceId?: number
   /** Changes of this instance went unsent: forget every link. */
   everything?: true

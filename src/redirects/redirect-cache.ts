@@ -35,6 +35,8 @@ export class RedirectCache {
   private readonly links: LRUCache<string, RedirectView>
   private readonly missing: LRUCache<string, true>
   private readonly loading = new Map<string, Promise<RedirectView | null>>()
+  /** The key each cached link is kept under, by uniq (invalidateLinks): kept in step by `dispose`. */
+  private readonly keyOfLink = new Map<number, string>()
   /** Counts invalidations: a read started under another generation is not kept. */
   private generation = 0
   /** Database reads made (the benchmark and tests look at it). */
@@ -54,6 +56,9 @@ export class RedirectCache {
       maxSize: options.maxBytes ?? 64 * 1024 * 1024,
       sizeCalculation: (view) => view.size,
       ttl: options.ttlMs ?? LINK_TTL_MS,
+      dispose: (view, key) => {
+        if (this.keyOfLink.get(view.uniq) === key) this.keyOfLink.delete(view.uniq)
+      },
       ...clock,
     })
     this.missing = new LRUCache({ max: options.maxMissing ?? 20_000, ttl: options.missingTtlMs ?? MISSING_TTL_MS, ...clock })
@@ -92,8 +97,10 @@ export class RedirectCache {
       (view) => {
         if (this.loading.get(key) === read) this.loading.delete(key)
         if (generation === this.generation) {
-          if (view) this.links.set(key, view)
-          else this.missing.set(key, true)
+          if (view) {
+            this.links.set(key, view)
+            this.keyOfLink.set(view.uniq, key)
+          } else this.missing.set(key, true)
         }
         return view
       },
@@ -114,6 +121,16 @@ export class RedirectCache {
     for (const key of keys) {
       this.links.delete(key)
       this.missing.delete(key)
+    }
+  }
+
+  /** Forgets these links, known by uniq: a write that failed may have changed them all the same. */
+  invalidateLinks(uniqs: number[]): void {
+    this.generation++
+    this.loading.clear()
+    for (const uniq of uniqs) {
+      const key = this.keyOfLink.get(uniq)
+      if (key !== undefined) this.links.delete(key)
     }
   }
 

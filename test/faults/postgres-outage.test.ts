@@ -14,6 +14,7 @@ import { rawRequest, type RawResponse } from '../support/raw-http.js'
 import { logLines, startServer } from '../support/server-process.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase } from '../support/test-app.js'
+import { DESKTOP } from '../redirects/visit-support.js'
 import { ask, countStatuses, createLink, eventually, type Answer } from './fault-support.js'
 
 const CONCURRENCY = 6
@@ -197,6 +198,34 @@ t.test('a create whose answer was lost, with the database out of reach for longe
   t.equal(response.headers['retry-after'], '2')
   t.match(json(response), { code: 'unavailable', detail: /could not learn whether it was/ })
   t.same(log.errorLines(), [], 'a warning, not an error')
+})
+
+t.test('an update or delete stored but answered 503 (its answer lost): visitors see the change at once all the same', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { app, direct, proxy, token } = await sharedApp()
+  const api = client(app, token)
+  const visitLost = (slug: string) => app.inject({ url: `/${slug}`, headers: { host: 'go.lost.test', 'user-agent': DESKTOP } })
+  const cases = [
+    { slug: 'stale-update', marker: 'UPDATE "Link"', write: (uniq: number) => api.update(uniq, { url: 'https://example.com/new' }, { autofill: false }),
+      stored: async (slug: string) => (await direct.prisma.link.findFirst({ where: { slug } }))?.url === 'https://example.com/new',
+      seen: (visit: { statusCode: number; headers: Record<string, unknown> }) => visit.statusCode === 302 && visit.headers.location === 'https://example.com/new' },
+    { slug: 'stale-delete', marker: 'DELETE FROM "Link"', write: (uniq: number) => app.inject({ method: 'DELETE', url: `/v1/links/${uniq}`, headers: { 'api-authorization': token } }),
+      stored: async (slug: string) => (await direct.prisma.link.count({ where: { slug } })) === 0,
+      seen: (visit: { statusCode: number }) => visit.statusCode === 404 },
+  ]
+  for (const { slug, marker, write, stored, seen } of cases) {
+    const created = await api.create({ id: slug, url: 'https://example.com/old' }, { autofill: false })
+    t.equal(created.statusCode, 201)
+    t.equal((await visitLost(slug)).headers.location, 'https://example.com/old', `${slug}: visited, so cached`)
+    proxy.holdRepliesTo(marker)
+    const answer = write(json(created).uniq)
+    // PostgreSQL runs and commits the statement; its answer stops at the proxy, whose connections are then cut.
+    t.ok(await eventually(() => stored(slug)), `${slug}: stored`)
+    proxy.refuse()
+    const response = await answer
+    proxy.restore()
+    t.equal(response.statusCode, 503, `${slug}: the service could not learn the outcome`)
+    t.ok(seen(await visitLost(slug)), `${slug}: the next visit sees the change, not the cached link`)
+  }
 })
 
 t.test('regression: a connection cut during a transaction (a batch of visits) fails the transaction, not the process', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
