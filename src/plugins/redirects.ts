@@ -143,8 +143,11 @@ export default fp(
       workspaceChanged: (workspaceId) => publish({ workspaceId }),
     } satisfies Redirects)
 
-    app.addHook('onReady', () => domains.refresh())
-    app.addHook('onClose', () => channel.close())
+    app.addHook('onReady', () => domains.start())
+    app.addHook('onClose', () => {
+      domains.stop()
+      return channel.close()
+    })
   },
   { name: 'redirects', dependencies: ['database', 'redis', 'visits'] },
 )

@@ -1,8 +1,9 @@
 /**
  * Which hosts are short domains: DEFAULT_DOMAIN, RESERVED_DOMAINS and every workspace's domain. The
- * workspaces' domains are read whole into memory at start and read again in the background once the copy is
- * older than DOMAINS_REFRESH_MS, so a visit never waits for it; a domain added by the command line (another
- * process) is served within about that long.
+ * workspaces' domains are read whole into memory at start and again every DOMAINS_REFRESH_MS, on a timer, so a
+ * visit never waits for them and a domain added by the command line (another process) is served within about
+ * that long, however long since the last visit. (Read when a visit came instead, the first visit after a quiet
+ * spell was answered from the old list.)
  */
 import type { FastifyBaseLogger } from 'fastify'
 import type { PrismaClient } from '../db/database.js'
@@ -11,8 +12,8 @@ export const DOMAINS_REFRESH_MS = 5000
 
 export class ShortDomains {
   private hosts = new Set<string>()
-  private readAt = -Infinity
   private refreshing: Promise<void> | null = null
+  private timer: NodeJS.Timeout | null = null
 
   constructor(
     private readonly prisma: PrismaClient,
@@ -25,8 +26,18 @@ export class ShortDomains {
 
   /** `host`: lower case, without port or final dot. */
   has(host: string): boolean {
-    if (Date.now() - this.readAt >= this.refreshMs) void this.refresh()
     return this.hosts.has(host)
+  }
+
+  /** Reads the domains now, and again every refreshMs until stop(). */
+  start(): Promise<void> {
+    this.timer ??= setInterval(() => void this.refresh(), this.refreshMs).unref()
+    return this.refresh()
+  }
+
+  stop(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
   }
 
   /** The short domain a request's host name (Fastify's `request.hostname`) names, or null when it names none. */
@@ -44,7 +55,6 @@ export class ShortDomains {
   }
 
   private async read(): Promise<void> {
-    this.readAt = Date.now()
     try {
       const rows = await this.prisma.domain.findMany({ select: { host: true } })
       this.hosts = new Set([...this.fixed, ...rows.map((row) => row.host)])
