@@ -7,12 +7,16 @@
  * - every answer carries Connection: close, so each connection ends with the request it serves;
  * - the server keeps accepting and reading until every connection has closed or sent nothing for
  *   `idleGraceMs` (at most `limitMs` in all), so what was sent before the signal is read and answered;
- * - then the quiet connections left are closed and Fastify closes the server as before.
+ * - then it stops accepting (the listening socket alone: Node's http close would also destroy the connections
+ *   just accepted whose request it has not read yet), reads and answers what those last connections sent, and
+ *   closes the quiet connections left; Fastify closes the server as before;
+ * - a request still going `busyLimitMs` after the close began (a client sending its body a byte at a time) has
+ *   its connection closed, so the close ends in time to write the buffered visits before the process is killed.
  */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { IncomingMessage, ServerResponse } from 'node:http'
-import type { Socket } from 'node:net'
+import { Server as NetServer, type Socket } from 'node:net'
 import { shuttingDown } from '../errors/http-errors.js'
 import { sendProblem } from './errors.js'
 
@@ -24,9 +28,17 @@ export interface DrainOptions {
    * requests finish). Under the grace src/server.ts gives the whole close (10 s) before it exits anyway.
    */
   limitMs: number
+  /** When the connections of requests still going are closed, counted from the beginning of the close. */
+  busyLimitMs: number
 }
 
-export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 8_000 }
+/**
+ * Within the 10 s src/server.ts gives the whole close: accepting for up to 4 s, the last connections' requests
+ * read by 5.5 s, the busy ones cut at 6 s, then up to 3 s to write the buffered visits (src/plugins/visits.ts).
+ */
+export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 4_000, busyLimitMs: 6_000 }
+/** How long the connections accepted last may take to send their request once the server stops accepting. */
+const LAST_CONNECTIONS_MS = 1_500
 
 interface ConnectionState {
   /** Requests read and not yet answered. */
@@ -43,7 +55,7 @@ const afterNextReads = () => new Promise<void>((resolve) => setTimeout(() => set
 
 export default fp(
   async function gracefulClose(app: FastifyInstance, options: Partial<DrainOptions>) {
-    const { idleGraceMs, limitMs } = { ...DRAIN, ...options }
+    const { idleGraceMs, limitMs, busyLimitMs } = { ...DRAIN, ...options }
     const connections = new Map<Socket, ConnectionState>()
     let closing = false
 
@@ -74,12 +86,22 @@ export default fp(
     app.addHook('preClose', async () => {
       closing = true
       const began = Date.now()
+      setTimeout(() => app.server.closeAllConnections(), busyLimitMs).unref()
       const quiet = (state: ConnectionState, now: number) =>
         state.requests === 0 && now - Math.max(state.quietSince, began) >= idleGraceMs
-      while (connections.size > 0) {
+      /** Reads and answers until every connection is quiet or gone, or `until`. */
+      const drain = async (until: number) => {
+        while (connections.size > 0) {
+          await afterNextReads()
+          const now = Date.now()
+          if ([...connections.values()].every((state) => quiet(state, now)) || now >= until) break
+        }
+      }
+      await drain(began + limitMs)
+      if (app.server.listening) {
+        NetServer.prototype.close.call(app.server)
         await afterNextReads()
-        const now = Date.now()
-        if ([...connections.values()].every((state) => quiet(state, now)) || now - began >= limitMs) break
+        await drain(Math.min(Date.now() + LAST_CONNECTIONS_MS, began + busyLimitMs))
       }
       const states = [...connections.values()]
       const busy = states.filter((state) => state.requests > 0).length

@@ -21,6 +21,8 @@ const MAINTENANCE_EVERY_MS = 6 * 3600_000
  * are written once per rollup) and more raw visits for the stats to read past "rolledUpTo".
  */
 const ROLLUP_EVERY_MS = 60_000
+/** How long closing waits for the buffered visits to be written; then what is left is logged as lost. */
+export const VISIT_FLUSH_ON_CLOSE_MS = 3000
 
 export interface VisitPluginOptions {
   /** Another recorder instead of the database one (tests). */
@@ -114,7 +116,8 @@ export default fp(
     })
     app.addHook('onClose', async () => {
       for (const timer of timers) clearInterval(timer)
-      await recorder.close()
+      // Within the time the close has left (src/plugins/graceful-close.ts, DRAIN).
+      await recorder.close(VISIT_FLUSH_ON_CLOSE_MS)
       // What this instance wrote is summed by the next rollup of any instance; one under way finishes first.
       await rolling?.catch(() => undefined)
     })

@@ -110,3 +110,61 @@ t.test('item 16: a request in flight on a kept-alive connection is answered, the
   const { prisma } = await database.stored()
   t.equal(await prisma.link.count({ where: { slug: 'burst-1000' } }), 1, 'the link is stored')
 })
+
+t.test('new connections keep coming across SIGTERM: each is answered or refused, none accepted and reset', async (t) => {
+  const database = await serverDatabase(t)
+  const server = await startServer(database.env)
+  t.teardown(() => server.child.kill('SIGKILL'))
+  const outcomes: Record<string, number> = {}
+  let exited = false
+  const exit = once(server.child, 'exit').then(([code]) => {
+    exited = true
+    return code
+  })
+  // Six clients, each opening a connection per request until the process is gone.
+  const client = async () => {
+    while (!exited) {
+      let outcome: string
+      try {
+        const socket = await openConnection(server.port)
+        const answer = readUntilClosed(socket)
+        socket.write('GET /healthz HTTP/1.1\r\nHost: api.burst.test\r\nConnection: close\r\n\r\n')
+        const { status, complete, error } = await answer
+        outcome = error ?? (complete ? String(status) : 'incomplete')
+      } catch (error) {
+        outcome = (error as NodeJS.ErrnoException).code ?? String(error)
+      }
+      outcomes[outcome] = (outcomes[outcome] ?? 0) + 1
+    }
+  }
+  const clients = Array.from({ length: 6 }, client)
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  server.child.kill('SIGTERM')
+  t.equal(await exit, 0, 'the process exits cleanly')
+  await Promise.all(clients)
+  t.comment(JSON.stringify(outcomes))
+  const unexpected = Object.keys(outcomes).filter((outcome) => !['200', '503', 'ECONNREFUSED'].includes(outcome))
+  t.same(unexpected, [], 'a 200, a 503, or refused once the server stopped listening: no reset, no cut answer')
+  t.ok(outcomes['503'] > 0, 'connections made during the close are answered 503')
+})
+
+t.test('a client sending its body a byte at a time does not hold the close past its time: the process exits 0', async (t) => {
+  const database = await serverDatabase(t)
+  const server = await startServer(database.env)
+  t.teardown(() => server.child.kill('SIGKILL'))
+  const token = database.token(server.output())
+  const socket = await openConnection(server.port)
+  socket.on('error', () => {})
+  const request = createRequest(token, 2000)
+  const head = request.indexOf('\r\n\r\n') + 4
+  socket.write(request.slice(0, head))
+  const dribble = setInterval(() => socket.writable && socket.write('{'), 500)
+  t.teardown(() => clearInterval(dribble))
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const signalled = Date.now()
+  server.child.kill('SIGTERM')
+  const [exitCode] = await once(server.child, 'exit')
+  t.equal(exitCode, 0, 'a clean exit, not the kill after 10 s')
+  t.ok(Date.now() - signalled < 9000, `within the close's time (${Date.now() - signalled} ms)`)
+  t.notMatch(server.output(), /killed by timeout/)
+})
