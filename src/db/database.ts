@@ -222,16 +222,54 @@ export async function openDatabase(options: OpenDatabaseOptions): Promise<Databa
   return options.databaseUrl ? openPostgres(options.databaseUrl, options) : openEmbedded(options.dataDir, options.migrate ?? true)
 }
 
-async function openPostgres(connectionString: string, options: OpenDatabaseOptions): Promise<Database> {
-  if (options.migrate ?? true) {
-    const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
-    await client.connect()
-    try {
-      await applyMigrations(pgRunner(client))
-    } finally {
-      await client.end()
+/** While migrations run, how often PostgreSQL is asked on a connection of its own whether it still answers. */
+export const MIGRATION_PING_EVERY_MS = 3000
+
+/**
+ * Applies the migrations on a connection of their own. Their statements have no deadline (an index on a large
+ * table takes what it takes, and waiting for the lock of another instance migrating is normal), so PostgreSQL
+ * is asked every MIGRATION_PING_EVERY_MS, on a new connection, whether it still answers: a server that stopped
+ * answering (a network path gone silent) fails the start with a message instead of hanging it for ever.
+ */
+async function migrate(connectionString: string): Promise<void> {
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
+  client.on('error', () => {})
+  await client.connect()
+  let timer: NodeJS.Timeout | undefined
+  let finished = false
+  const silent = new Promise<never>((_resolve, reject) => {
+    const ping = async () => {
+      const pinger = new pg.Client({ connectionString, connectionTimeoutMillis: PING_TIMEOUT_MS, query_timeout: PING_TIMEOUT_MS } as pg.ClientConfig)
+      pinger.on('error', () => {})
+      try {
+        await pinger.connect()
+        await pinger.query('SELECT 1')
+        if (!finished) timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
+      } catch (error) {
+        reject(new Error(`PostgreSQL stopped answering while the migrations ran: ${(error as Error).message}`, { cause: error }))
+      } finally {
+        void withDeadline(pinger.end(), PING_TIMEOUT_MS)
+      }
     }
+    timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
+  })
+  silent.catch(() => {})
+  try {
+    await Promise.race([applyMigrations(pgRunner(client)), silent])
+  } finally {
+    finished = true
+    clearTimeout(timer)
+    // A connection to a server that stopped answering may never end: not waited for beyond the ping's deadline.
+    await withDeadline(client.end(), PING_TIMEOUT_MS)
   }
+}
+
+/** `promise`, or nothing once `ms` have passed (its outcome ignored). */
+const withDeadline = (promise: Promise<unknown>, ms: number) =>
+  Promise.race([promise.catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())])
+
+async function openPostgres(connectionString: string, options: OpenDatabaseOptions): Promise<Database> {
+  if (options.migrate ?? true) await migrate(connectionString)
   const pool = new pg.Pool({
     connectionString,
     connectionTimeoutMillis: CONNECT_TIMEOUT_MS,

@@ -1,11 +1,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { acquireDataDirLock } from '../../src/db/data-dir-lock.js'
-import { openDatabase } from '../../src/db/database.js'
+import { MIGRATION_PING_EVERY_MS, openDatabase } from '../../src/db/database.js'
 import { applyMigrations, readMigrations, type SqlRunner } from '../../src/db/migrate.js'
 import { diffMigrationsToSchema } from '../../src/db/migration-diff.js'
+import { createScratchDatabase } from '../support/scratch-database.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
 import { openTestDatabase } from '../support/test-app.js'
 
 t.test('schema.prisma and the committed migrations agree', async (t) => {
@@ -77,4 +80,22 @@ t.test('the embedded database keeps its data on disk across restarts', async (t)
   const second = await openDatabase({ dataDir: dir })
   t.equal((await second.prisma.workspace.findUnique({ where: { name: 'persisted' } }))?.name, 'persisted')
   await second.close()
+})
+
+t.test('a PostgreSQL that stops answering while the migrations run fails the start with a message, not a hang', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (the embedded database has no connection to lose)' }, async (t) => {
+  const { url, drop } = await createScratchDatabase(process.env.DATABASE_URL!, 'frozen')
+  const { proxy, url: proxied } = await TcpProxy.inFrontOf(url)
+  t.teardown(async () => {
+    await proxy.close()
+    await drop()
+  })
+  // The migrations' connection takes the lock; from then on the server's answers stop on every connection.
+  proxy.holdRepliesTo('pg_advisory_lock')
+  const began = Date.now()
+  const opening = openDatabase({ databaseUrl: proxied, dataDir: 'unused' })
+  while (proxy.held === 0 && Date.now() - began < 5000) await sleep(20)
+  proxy.holdReplies()
+  await t.rejects(opening, /^PostgreSQL stopped answering while the migrations ran/)
+  const took = Date.now() - began
+  t.ok(took < MIGRATION_PING_EVERY_MS + 5000, `within a ping or two (${took} ms)`)
 })
