@@ -3,6 +3,7 @@ import { buildApp, loggerOptions } from './app.js'
 import { ConfigError, loadConfig } from './config/config.js'
 import { openDatabase } from './db/database.js'
 import { DataDirInUseError } from './db/data-dir-lock.js'
+import { errorText, StartError } from './errors/error-text.js'
 import { bootstrapEmbedded, DEV_DOMAIN, DEV_WORKSPACE } from './workspaces/bootstrap.js'
 
 /** Grace period for in-flight requests on SIGTERM/SIGINT before the process exits anyway. */
@@ -10,7 +11,11 @@ const SHUTDOWN_GRACE_MS = 10_000
 
 async function main(): Promise<void> {
   const config = loadConfig()
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
+  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }).catch((error: unknown) => {
+    if (error instanceof DataDirInUseError) throw error
+    const variable = config.databaseUrl ? 'DATABASE_URL' : `DATA_DIR (${config.dataDir})`
+    throw new StartError(`Could not start: cannot open the database (${variable}): ${errorText(error)}`)
+  })
   const app = await buildApp({ config, database, closeDatabase: true, logger: loggerOptions(config) })
 
   app.log.info(
@@ -27,12 +32,15 @@ async function main(): Promise<void> {
     )
   }
   if (database.kind === 'embedded') {
-    const token = await bootstrapEmbedded(database.prisma, config)
-    if (token) {
+    const created = await bootstrapEmbedded(database.prisma, config)
+    if (created) {
+      const domain = created.domain
+        ? `default domain ${created.domain}`
+        : `no domain of its own: ${DEV_DOMAIN} is in RESERVED_DOMAINS; stop the server and add one with domain:add`
       // Written to the terminal once, never to the log.
       process.stderr.write(
-        `\nFirst start on an empty embedded database: created workspace "${DEV_WORKSPACE}" (default domain ${DEV_DOMAIN}).\n` +
-          `Its API token, shown only now:\n\n  ${token}\n\n`,
+        `\nFirst start on an empty embedded database: created workspace "${DEV_WORKSPACE}" (${domain}).\n` +
+          `Its API token, shown only now:\n\n  ${created.token}\n\n`,
       )
     }
   }
@@ -43,11 +51,14 @@ async function main(): Promise<void> {
     await app.close()
   })
 
-  await app.listen({ port: config.port, host: config.host })
+  await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+    await app.close()
+    throw new StartError(`Could not start: cannot listen on HOST ${config.host}, PORT ${config.port}: ${errorText(error)}`)
+  })
 }
 
 main().catch((error) => {
-  if (error instanceof ConfigError || error instanceof DataDirInUseError) {
+  if (error instanceof ConfigError || error instanceof DataDirInUseError || error instanceof StartError) {
     console.error(error.message)
   } else {
     console.error('Could not start:', error)

@@ -9,6 +9,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError, loadConfig, type Config } from '../config/config.js'
 import { openDatabase, type Database } from '../db/database.js'
 import { DataDirInUseError } from '../db/data-dir-lock.js'
+import { errorText, oneLine } from '../errors/error-text.js'
 import { AdminError } from '../workspaces/workspace-repository.js'
 import { commands, UsageError, type Action, type Args, type Command } from './commands.js'
 
@@ -111,7 +112,7 @@ async function withDatabase(options: CliOptions, action: Action): Promise<string
     database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir })
   } catch (error) {
     if (error instanceof DataDirInUseError) throw error
-    throw new AdminError(`Cannot open the database: ${oneLine(errorText(error))}`)
+    throw new AdminError(`Cannot open the database: ${errorText(error)}`)
   }
   try {
     return await action({ prisma: database.prisma, config })
@@ -123,18 +124,7 @@ async function withDatabase(options: CliOptions, action: Action): Promise<string
 function describe(error: unknown): string {
   const expected = [UsageError, AdminError, ConfigError, DataDirInUseError]
   if (expected.some((type) => error instanceof type)) return oneLine((error as Error).message)
-  return `Unexpected error: ${oneLine(errorText(error))}`
-}
-
-function errorText(error: unknown): string {
-  // A failed connection to "localhost" is an AggregateError (one error per address) without a message.
-  if (error instanceof AggregateError && !error.message) return error.errors.map(errorText).join('; ')
-  if (error instanceof Error) return error.message || String((error as NodeJS.ErrnoException).code ?? error.name)
-  return String(error)
-}
-
-function oneLine(text: string): string {
-  return text.trim().replace(/\s*\n\s*/g, ' ')
+  return `Unexpected error: ${errorText(error)}`
 }
 
 function isEntryPoint(): boolean {

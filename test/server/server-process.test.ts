@@ -94,6 +94,41 @@ t.test('an invalid configuration stops the start with a message naming the varia
   t.match(output, /PORT must be a whole number/)
 })
 
+/** Starts the server with `env` and waits for it to fail; its exit code and what it wrote. */
+async function failedStart(env: Record<string, string>): Promise<{ code: number; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], { env: { PATH: process.env.PATH, PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  child.stdout.on('data', (chunk) => (output += chunk))
+  child.stderr.on('data', (chunk) => (output += chunk))
+  const [code] = await once(child, 'exit')
+  return { code, output }
+}
+
+t.test('a start that cannot listen or open its database says which variable to change, in one line, without a stack', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-server-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ DATA_DIR: dataDir, HOST: '999.1.1.1' }, /^Could not start: cannot listen on HOST 999\.1\.1\.1, PORT 0: .*ENOTFOUND/m],
+    [{ DATA_DIR: join(dataDir, 'no', 'such'), HOST: '127.0.0.1', DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/none' }, /^Could not start: cannot open the database \(DATABASE_URL\): .*ECONNREFUSED/m],
+  ]
+  for (const [env, message] of cases) {
+    const { code, output } = await failedStart(env)
+    t.equal(code, 1, JSON.stringify(env))
+    t.match(output, message)
+    t.notMatch(output, /\n\s+at /, 'no stack trace')
+  }
+})
+
+t.test('the first start says so when go.localhost is reserved and the workspace has no domain of its own', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'shortlinks-server-'))
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }))
+  const server = await startServer({ DATA_DIR: dataDir, RESERVED_DOMAINS: 'short.localhost,go.localhost' })
+  t.teardown(() => server.child.kill('SIGKILL'))
+  t.match(server.output(), /created workspace "default" \(no domain of its own: go\.localhost is in RESERVED_DOMAINS/)
+  server.child.kill('SIGTERM')
+  await once(server.child, 'exit')
+})
+
 t.test('with DATABASE_URL the server applies migrations to a fresh database and serves', { skip: !process.env.DATABASE_URL && 'DATABASE_URL is not set' }, async (t) => {
   const { url } = await openTestDatabase(t)
   const server = await startServer({ DATABASE_URL: url! })
