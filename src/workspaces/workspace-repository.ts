@@ -2,6 +2,8 @@ import { DISPLAY_PREFIX_LENGTH, displayPrefix, generateToken, hashToken } from '
 import { normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { domainsChanged, tokensChanged } from '../cache/change-notices.js'
+import { FOLDER_NAME_MAX } from '../../schemas/folder.js'
+import { SCRIPT_NAME_MAX } from '../../schemas/script.js'
 
 /** Errors of administrative operations (the command line), said plainly to an operator. */
 export class AdminError extends Error {
@@ -16,9 +18,28 @@ export async function findWorkspace(prisma: PrismaClient, name: string) {
   return workspace
 }
 
-export async function createWorkspace(prisma: PrismaClient, name: string) {
+/** Workspaces exist for the command line only; their names are printed one per line, tab-separated. */
+export const WORKSPACE_NAME_MAX = 100
+
+/**
+ * A name as the command line takes it: trimmed, 1 to `max` characters as the API counts them (an emoji is one),
+ * so that what the command line makes, the API could have made (folders, scripts).
+ */
+function checkedName(what: string, name: string, max: number): string {
   const trimmed = name.trim()
-  if (!trimmed) throw new AdminError('A workspace needs a name')
+  if (!trimmed) throw new AdminError(`A ${what} needs a name`)
+  if ([...trimmed].length > max) throw new AdminError(`A ${what} name may have at most ${max} characters`)
+  return trimmed
+}
+
+function workspaceName(name: string): string {
+  const checked = checkedName('workspace', name, WORKSPACE_NAME_MAX)
+  if (/[\u0000-\u001f\u007f]/.test(checked)) throw new AdminError('A workspace name may not hold control characters (a line break, a tab)')
+  return checked
+}
+
+export async function createWorkspace(prisma: PrismaClient, name: string) {
+  const trimmed = workspaceName(name)
   if (await prisma.workspace.findUnique({ where: { name: trimmed } })) {
     throw new AdminError(`A workspace named "${trimmed}" already exists`)
   }
@@ -30,8 +51,7 @@ export async function createToken(
   prisma: PrismaClient,
   options: { workspace: string; official?: boolean; label?: string },
 ): Promise<{ token: string; workspaceId: number }> {
-  const name = options.workspace.trim()
-  if (!name) throw new AdminError('A workspace needs a name')
+  const name = workspaceName(options.workspace)
   const workspace = await prisma.workspace.upsert({ where: { name }, create: { name }, update: {} })
   const token = generateToken()
   await prisma.apiToken.create({
@@ -108,8 +128,7 @@ export async function addDomain(
 }
 
 export async function createFolder(prisma: PrismaClient, options: { workspace: string; name: string }) {
-  const name = options.name.trim()
-  if (!name) throw new AdminError('A folder needs a name')
+  const name = checkedName('folder', options.name, FOLDER_NAME_MAX)
   const workspace = await findWorkspace(prisma, options.workspace)
   const existing = await prisma.folder.findUnique({ where: { workspaceId_name: { workspaceId: workspace.id, name } } })
   if (existing) throw new AdminError(`The workspace already has a folder named "${name}" (id ${existing.id})`)
@@ -119,8 +138,7 @@ export async function createFolder(prisma: PrismaClient, options: { workspace: s
 export const MAX_SCRIPT_BYTES = 64 * 1024
 
 export async function createScript(prisma: PrismaClient, options: { workspace: string; name: string; content: string }) {
-  const name = options.name.trim()
-  if (!name) throw new AdminError('A script needs a name')
+  const name = checkedName('script', options.name, SCRIPT_NAME_MAX)
   if (Buffer.byteLength(options.content) > MAX_SCRIPT_BYTES) throw new AdminError('A script may hold at most 64 KiB')
   const workspace = await findWorkspace(prisma, options.workspace)
   return prisma.script.create({ data: { workspaceId: workspace.id, name, content: options.content } })

@@ -90,7 +90,12 @@ t.test('workspace:create', async (t) => {
   fails(t, await cli('workspace:create', '  '), 1, /A workspace needs a name/)
   fails(t, await cli('workspace:create'), 2, /workspace:create: missing <name>/)
   fails(t, await cli('workspace:create', 'wc-a', 'wc-b'), 2, /unexpected argument "wc-b"/)
-  t.same(await prisma.workspace.findMany({ where: { name: { startsWith: 'wc-' } }, select: { name: true } }), [{ name: 'wc-acme' }])
+  fails(t, await cli('workspace:create', `wc-${'x'.repeat(98)}`), 1, /^A workspace name may have at most 100 characters\n$/)
+  fails(t, await cli('workspace:create', 'x'.repeat(8000)), 1, /^A workspace name may have at most 100 characters\n$/)
+  fails(t, await cli('token:create', '--workspace', `wc-${'x'.repeat(98)}`), 1, /at most 100 characters/)
+  fails(t, await cli('workspace:create', 'wc-two\nlines'), 1, /may not hold control characters/)
+  t.match(await cli('workspace:create', `wc-${'é'.repeat(97)}`), { code: 0 }, '100 characters, counted as characters')
+  t.same(await prisma.workspace.findMany({ where: { name: { startsWith: 'wc-' } }, select: { name: true }, orderBy: { id: 'asc' } }), [{ name: 'wc-acme' }, { name: `wc-${'é'.repeat(97)}` }])
 })
 
 t.test('token:create', async (t) => {
@@ -207,6 +212,10 @@ t.test('domain:add', async (t) => {
   )
 
   fails(t, await cli('domain:add', '--workspace', 'da-acme', 'not a host'), 1, /"not a host" is not a valid host name/)
+  // Addresses are no domains: URL parsers would store "1.2.3" as 1.2.0.3 and "2130706433" as 127.0.0.1.
+  for (const address of ['127.0.0.1', '1.2.3', '2130706433', '0x7f.1', 'go.acme.42']) {
+    fails(t, await cli('domain:add', '--workspace', 'da-acme', address), 1, new RegExp(`"${address.replace(/\./g, '\\.')}" is not a valid host name`))
+  }
   fails(t, await cli('domain:add', '--workspace', 'da-acme', 'short.test'), 1, /reserved domains/)
   fails(t, await cli('domain:add', '--workspace', 'da-other', 'go.acme.example'), 1, /belongs to another workspace/)
   fails(t, await cli('domain:add', '--workspace', 'ghost', 'go.ghost.example'), 1, /No workspace named "ghost": create it first with workspace:create ghost/)
@@ -232,6 +241,7 @@ t.test('folder:create', async (t) => {
   t.match(await cli('folder:create', '--workspace', 'fc-other', 'Campaigns'), { code: 0, stdout: /^\d+\n$/ }, 'the same name in another workspace')
   fails(t, await cli('folder:create', '--workspace', 'ghost', 'Campaigns'), 1, /No workspace named "ghost"/)
   fails(t, await cli('folder:create', '--workspace', 'fc-acme'), 2, /folder:create: missing <folder-name>/)
+  fails(t, await cli('folder:create', '--workspace', 'fc-acme', 'x'.repeat(101)), 1, /A folder name may have at most 100 characters/)
   t.equal(await prisma.folder.count({ where: { workspace: { name: { startsWith: 'fc-' } } } }), 2, 'failures store nothing')
 })
 
