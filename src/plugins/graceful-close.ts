@@ -5,11 +5,14 @@
  * Here, from the moment the app begins to close:
  * - a request that arrives is answered 503 unavailable with Retry-After, as problem+json;
  * - every answer carries Connection: close, so each connection ends with the request it serves;
- * - the server keeps accepting and reading until every connection has closed or sent nothing for
- *   `idleGraceMs` (at most `limitMs` in all), so what was sent before the signal is read and answered;
+ * - the server keeps accepting and reading for `idleGraceMs` at least, and until every connection has closed or
+ *   sent nothing for `idleGraceMs` (at most `limitMs` in all), so what was sent before the signal is read and
+ *   answered;
  * - then it stops accepting (the listening socket alone: Node's http close would also destroy the connections
  *   just accepted whose request it has not read yet), reads and answers what those last connections sent, and
- *   closes the quiet connections left; Fastify closes the server as before;
+ *   closes the quiet connections left; Fastify closes the server as before. (Connections the kernel had
+ *   completed but Node not yet accepted when the listening socket closes are reset by the kernel: a window of
+ *   about a millisecond that no server can close.)
  * - a request still going `busyLimitMs` after the close began (a client sending its body a byte at a time) has
  *   its connection closed, so the close ends in time to write the buffered visits before the process is killed.
  */
@@ -90,14 +93,17 @@ export default fp(
       const quiet = (state: ConnectionState, now: number) =>
         state.requests === 0 && now - Math.max(state.quietSince, began) >= idleGraceMs
       /** Reads and answers until every connection is quiet or gone, or `until`. */
-      const drain = async (until: number) => {
-        while (connections.size > 0) {
+      /** Reads and answers until every connection is quiet or gone (not before `atLeastUntil`), or `until`. */
+      const drain = async (until: number, atLeastUntil = 0) => {
+        while (connections.size > 0 || Date.now() < atLeastUntil) {
           await afterNextReads()
           const now = Date.now()
-          if ([...connections.values()].every((state) => quiet(state, now)) || now >= until) break
+          if (now >= until || (now >= atLeastUntil && [...connections.values()].every((state) => quiet(state, now)))) break
         }
       }
-      await drain(began + limitMs)
+      // A listening server keeps accepting for the grace at least, even with no connection open: a load balancer
+      // may go on sending new ones for a moment after the signal, and they get a 503 rather than a refusal.
+      await drain(began + limitMs, app.server.listening ? began + idleGraceMs : 0)
       if (app.server.listening) {
         NetServer.prototype.close.call(app.server)
         await afterNextReads()

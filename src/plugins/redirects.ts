@@ -133,10 +133,9 @@ export default fp(
       },
       linksChanged: (links) => publish({ keys: links.map((link) => cacheKey(link.domain, slugKey(link.slug))) }),
       linksUncertain: (links) => {
-        const change: Change = {
-          keys: links.flatMap((link) => ('slug' in link ? [cacheKey(link.domain, slugKey(link.slug))] : [])),
-          links: links.flatMap((link) => ('uniq' in link ? [link.uniq] : [])),
-        }
+        const keys = links.flatMap((link) => ('slug' in link ? [cacheKey(link.domain, slugKey(link.slug))] : []))
+        const uniqs = links.flatMap((link) => ('uniq' in link ? [link.uniq] : []))
+        const change: Change = { ...(keys.length ? { keys } : {}), ...(uniqs.length ? { links: uniqs } : {}) }
         publish(change)
         setTimeout(() => publish(change), FORGET_AGAIN_AFTER_MS).unref()
       },

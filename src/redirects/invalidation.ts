@@ -130,7 +130,8 @@ export class RedisChangeChannel implements ChangeChannel {
   private pendingKeys: string[] = []
 
   publish(change: Change): void {
-    if (change.workspaceId !== undefined || change.everything || !change.keys) return this.send(change)
+    // Links named by uniq (a failed write's, rare) go at once, as they are: the batch carries keys only.
+    if (change.workspaceId !== undefined || change.everything || !change.keys || change.links?.length) return this.send(change)
     if (this.pendingKeys.push(...change.keys) === change.keys.length) setImmediate(() => this.sendPendingKeys())
   }
 

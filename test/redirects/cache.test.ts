@@ -172,6 +172,22 @@ t.test('two instances on one Redis: an update or delete on one is served fresh b
   t.not(newContent, null, `B serves the script's new content (after ${newContent} ms)`)
 })
 
+t.test('two instances on one Redis: links a failed write may have changed, named by uniq, are forgotten by the other too', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
+  const keyPrefix = redisKeyPrefix(t)
+  const env = { REDIS_URL: REDIS_URL! }
+  const [a, b]: TestApp[] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, redirects: { keyPrefix } })))
+  for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
+  t.not(await within(2000, async () => a.app.redirects.channel.live && b.app.redirects.channel.live), null, 'both subscribed')
+  const created = json201(await client(a.app, token).create({ domain: 'go.acme.test', id: 'uncertain', url: 'https://example.com/before' }, { autofill: false }))
+  t.equal(await location(b.app, '/uncertain'), 'https://example.com/before', 'cached on B')
+  // As a write that reached the database but failed to answer: the row changed, no change was announced.
+  await database.prisma.link.update({ where: { uniq: created.uniq }, data: { url: 'https://example.com/after' } })
+  t.equal(await location(b.app, '/uncertain'), 'https://example.com/before', 'B still serves its cached copy')
+  a.app.redirects.linksUncertain([{ uniq: created.uniq }])
+  const seen = await within(1000, async () => (await location(b.app, '/uncertain')) === 'https://example.com/after')
+  t.not(seen, null, `B reads the link again (after ${seen} ms)`)
+})
+
 t.test('the links changed in one turn of the event loop go to the other instances in one message', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
   const { app: sender } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, redirects: { keyPrefix } })
