@@ -96,19 +96,23 @@ function describeEnvErrors(error: Error & { errors?: EnvSchemaError[] }): string
 }
 
 /**
- * Lower-case ASCII (punycode) form of a host name, or undefined when it is not a valid host name. An address is
- * none: a host whose last label is a number is an IPv4 address to URL parsers (which read "1.2.3" as 1.2.0.3
- * and "2130706433" as 127.0.0.1), so it could not be stored as it was typed.
+ * Lower-case ASCII (punycode) form of a host name, or undefined when it is not a valid host name. An IPv4 address
+ * passes only as written in the usual dotted form: URL parsers read other forms as addresses too ("1.2.3" as
+ * 1.2.0.3, "2130706433" or "１２７.０.０.１" as 127.0.0.1), which would be stored as another text than the one typed.
  */
 export function normalizeHost(input: string): string | undefined {
   // domainToASCII reads a URL's host: it would cut "go.brand.com/x" or "go.brand.com?x" down to go.brand.com.
   if (/[/?#\\@%\s]/.test(input.trim())) return undefined
-  if (/(^|\.)(\d+|0x[0-9a-f]*)\.?$/i.test(input.trim())) return undefined
-  const ascii = domainToASCII(input.trim().toLowerCase().replace(/\.$/, ''))
+  const typed = input.trim().toLowerCase().replace(/\.$/, '')
+  const ascii = domainToASCII(typed)
+  if (isIPv4Address(ascii) && ascii !== typed) return undefined
   if (!ascii || ascii.length > 253 || !/^[a-z0-9-]+(\.[a-z0-9-]+)*$/.test(ascii)) return undefined
   if (ascii.split('.').some((label) => label.length > 63 || label.startsWith('-') || label.endsWith('-'))) return undefined
   return ascii
 }
+
+/** A host that URL parsers read as an IPv4 address (its last label a number), in its dotted form. */
+export const isIPv4Address = (host: string) => /^\d+\.\d+\.\d+\.\d+$/.test(host)
 
 function parseHost(variable: string, value: string): string {
   const host = normalizeHost(value)

@@ -1,5 +1,5 @@
 import { DISPLAY_PREFIX_LENGTH, displayPrefix, generateToken, hashToken } from '../auth/tokens.js'
-import { normalizeHost } from '../config/config.js'
+import { isIPv4Address, normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { domainsChanged, tokensChanged } from '../cache/change-notices.js'
 import { FOLDER_NAME_MAX } from '../../schemas/folder.js'
@@ -107,6 +107,8 @@ export async function addDomain(
 ) {
   const host = normalizeHost(options.host)
   if (!host) throw new AdminError(`"${options.host}" is not a valid host name`)
+  // A short domain is what visitors read on a link: a name, which DNS can move, not an address.
+  if (isIPv4Address(host)) throw new AdminError(`${host} is an IP address; a short domain is a host name`)
   if (options.reservedDomains.includes(host)) {
     throw new AdminError(`${host} is one of the service's reserved domains (RESERVED_DOMAINS)`)
   }

@@ -212,8 +212,9 @@ t.test('domain:add', async (t) => {
   )
 
   fails(t, await cli('domain:add', '--workspace', 'da-acme', 'not a host'), 1, /"not a host" is not a valid host name/)
-  // Addresses are no domains: URL parsers would store "1.2.3" as 1.2.0.3 and "2130706433" as 127.0.0.1.
-  for (const address of ['127.0.0.1', '1.2.3', '2130706433', '0x7f.1', 'go.acme.42']) {
+  // Addresses are no domains; other forms of them would be stored as another text ("1.2.3" as 1.2.0.3).
+  fails(t, await cli('domain:add', '--workspace', 'da-acme', '127.0.0.1'), 1, /127\.0\.0\.1 is an IP address; a short domain is a host name/)
+  for (const address of ['1.2.3', '2130706433', '0x7f.1', '１２７.０.０.１', 'go.acme.42']) {
     fails(t, await cli('domain:add', '--workspace', 'da-acme', address), 1, new RegExp(`"${address.replace(/\./g, '\\.')}" is not a valid host name`))
   }
   fails(t, await cli('domain:add', '--workspace', 'da-acme', 'short.test'), 1, /reserved domains/)

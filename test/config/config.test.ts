@@ -53,6 +53,11 @@ t.test('values are parsed and normalised', async (t) => {
   t.equal(loadConfig({ REDIS_KEY_PREFIX: 'prod:' }).redisKeyPrefix, 'prod:')
 })
 
+t.test('an IPv4 address written as usual is still a valid DEFAULT_DOMAIN (as it was)', async (t) => {
+  const config = loadConfig({ DEFAULT_DOMAIN: '192.168.1.50', RESERVED_DOMAINS: '192.168.1.50,links.localhost' })
+  t.equal(config.defaultDomain, '192.168.1.50')
+})
+
 t.test('an invalid value stops the start with a message naming the variable', async (t) => {
   const cases: [Record<string, string>, RegExp][] = [
     [{ PORT: 'eighty' }, /PORT/],
@@ -66,6 +71,9 @@ t.test('an invalid value stops the start with a message naming the variable', as
     [{ RATE_LIMIT_ON_REDIS_ERROR: 'ignore' }, /RATE_LIMIT_ON_REDIS_ERROR/],
     [{ COOKIE_SECRET: 'too short' }, /COOKIE_SECRET/],
     [{ DEFAULT_DOMAIN: 'not a host!' }, /DEFAULT_DOMAIN/],
+    // Forms of an address that would be kept as another text (1.2.0.3, 127.0.0.1).
+    [{ DEFAULT_DOMAIN: '1.2.3', RESERVED_DOMAINS: '1.2.3' }, /DEFAULT_DOMAIN: "1\.2\.3" is not a valid host name/],
+    [{ DEFAULT_DOMAIN: '2130706433', RESERVED_DOMAINS: '2130706433' }, /DEFAULT_DOMAIN/],
     [{ RESERVED_DOMAINS: 'a.test,bad host' }, /RESERVED_DOMAINS/],
     [{ DEFAULT_DOMAIN: 'x.test', RESERVED_DOMAINS: 'a.test,b.test' }, /RESERVED_DOMAINS must include DEFAULT_DOMAIN/],
     [{ TRUST_PROXY: 'sometimes' }, /TRUST_PROXY/],
