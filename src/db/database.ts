@@ -228,8 +228,9 @@ export const MIGRATION_PING_EVERY_MS = 3000
 /**
  * Applies the migrations on a connection of their own. Their statements have no deadline (an index on a large
  * table takes what it takes, and waiting for the lock of another instance migrating is normal), so PostgreSQL
- * is asked every MIGRATION_PING_EVERY_MS, on a new connection, whether it still answers: a server that stopped
- * answering (a network path gone silent) fails the start with a message instead of hanging it for ever.
+ * is asked every MIGRATION_PING_EVERY_MS, on a new connection, whether it still answers: a server that gave no
+ * answer twice in a row (a network path gone silent, a server that stopped) fails the start with a message
+ * instead of hanging it for ever. An error PostgreSQL sends (too many connections, say) is an answer.
  */
 async function migrate(connectionString: string): Promise<void> {
   const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS })
@@ -237,6 +238,7 @@ async function migrate(connectionString: string): Promise<void> {
   await client.connect()
   let timer: NodeJS.Timeout | undefined
   let finished = false
+  let unanswered = 0
   const silent = new Promise<never>((_resolve, reject) => {
     const ping = async () => {
       const pinger = new pg.Client({ connectionString, connectionTimeoutMillis: PING_TIMEOUT_MS, query_timeout: PING_TIMEOUT_MS } as pg.ClientConfig)
@@ -244,12 +246,17 @@ async function migrate(connectionString: string): Promise<void> {
       try {
         await pinger.connect()
         await pinger.query('SELECT 1')
-        if (!finished) timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
+        unanswered = 0
       } catch (error) {
-        reject(new Error(`PostgreSQL stopped answering while the migrations ran: ${(error as Error).message}`, { cause: error }))
+        // A SQLSTATE is PostgreSQL's own answer; anything else (a timeout, a refused or cut connection) is none.
+        if (isPostgresError(error)) unanswered = 0
+        else if (++unanswered >= 2) {
+          return reject(new Error(`PostgreSQL stopped answering while the migrations ran: ${(error as Error).message}`, { cause: error }))
+        }
       } finally {
         void withDeadline(pinger.end(), PING_TIMEOUT_MS)
       }
+      if (!finished) timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
     }
     timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
   })
@@ -263,6 +270,9 @@ async function migrate(connectionString: string): Promise<void> {
     await withDeadline(client.end(), PING_TIMEOUT_MS)
   }
 }
+
+/** An error PostgreSQL itself sent (pg's DatabaseError carries its SQLSTATE, five characters). */
+const isPostgresError = (error: unknown) => error instanceof pg.DatabaseError && /^[0-9A-Z]{5}$/.test(error.code ?? '')
 
 /** `promise`, or nothing once `ms` have passed (its outcome ignored). */
 const withDeadline = (promise: Promise<unknown>, ms: number) =>

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import t from 'tap'
 import { acquireDataDirLock } from '../../src/db/data-dir-lock.js'
 import { MIGRATION_PING_EVERY_MS, openDatabase } from '../../src/db/database.js'
@@ -97,5 +98,33 @@ t.test('a PostgreSQL that stops answering while the migrations run fails the sta
   proxy.holdReplies()
   await t.rejects(opening, /^PostgreSQL stopped answering while the migrations ran/)
   const took = Date.now() - began
-  t.ok(took < MIGRATION_PING_EVERY_MS + 5000, `within a ping or two (${took} ms)`)
+  t.ok(took < 2 * MIGRATION_PING_EVERY_MS + 6000, `after two pings without an answer (${took} ms)`)
+})
+
+t.test('a PostgreSQL that answers the watchdog with errors (too many connections) is answering: the migrations wait on', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const server = new URL(process.env.DATABASE_URL!)
+  const admin = new pg.Client({ connectionString: server.toString() })
+  await admin.connect()
+  const suffix = `${process.pid}_${Date.now()}`
+  const [database, role] = [`watchdog_${suffix}`, `watchdog_${suffix}`]
+  await admin.query(`CREATE ROLE "${role}" LOGIN`)
+  // Two connections (the lock holder's below and the migrations' own): every ping is refused with an error.
+  await admin.query(`CREATE DATABASE "${database}" OWNER "${role}" CONNECTION LIMIT 2`)
+  t.teardown(async () => {
+    await admin.query(`DROP DATABASE IF EXISTS "${database}" WITH (FORCE)`)
+    await admin.query(`DROP ROLE IF EXISTS "${role}"`)
+    await admin.end()
+  })
+  // Another instance migrating holds the migration lock for longer than two pings.
+  const url = (user: string) => Object.assign(new URL(server.toString()), { username: user, pathname: `/${database}` }).toString()
+  const holder = new pg.Client({ connectionString: url(server.username || 'postgres') })
+  holder.on('error', () => {})
+  await holder.connect()
+  await holder.query('SELECT pg_advisory_lock(72707369)')
+  const held = 2 * MIGRATION_PING_EVERY_MS + 1000
+  setTimeout(() => void holder.query('SELECT pg_advisory_unlock(72707369)').then(() => holder.end()), held)
+  const began = Date.now()
+  const opened = await openDatabase({ databaseUrl: url(role), dataDir: 'unused' })
+  t.ok(Date.now() - began >= held - 100, `opened once the lock was given back (${Date.now() - began} ms)`)
+  await opened.close()
 })
