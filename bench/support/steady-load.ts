@@ -9,7 +9,9 @@
  *
  * The client is plain sockets with a minimal HTTP/1.1 reader (status line, Content-Length, one request at a time
  * per connection), a few microseconds a request, so that at tens of thousands of requests a second the load
- * generator, which shares the machine, is not what the latency measures. Due instants are checked every
+ * generator, which shares the machine, is not what the latency measures. What it cannot read (an answer without
+ * Content-Length, bytes nobody asked for) counts as an error and closes that connection, as does a request
+ * unanswered after REQUEST_DEADLINE_MS; a connection the server closed is opened again. Due instants are checked every
  * millisecond (a timer): a request leaves at most about a millisecond late on an idle machine, alike for every
  * server measured.
  */
@@ -43,7 +45,8 @@ interface Pending {
   request: SteadyRequest
 }
 
-const percentile = (sorted: Float64Array, p: number) => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
+const percentile = (sorted: Float64Array, p: number) =>
+  sorted.length === 0 ? Number.NaN : sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]
 
 function encode({ method = 'GET', path, headers = {}, body }: SteadyRequest): string {
   let head = `${method} ${path} HTTP/1.1\r\n`
@@ -55,19 +58,29 @@ function encode({ method = 'GET', path, headers = {}, body }: SteadyRequest): st
 
 const HEADERS_END = Buffer.from('\r\n\r\n')
 
-/** The whole answer's length and status, once `received` holds its head; undefined before. */
-function answerIn(received: Buffer): { status: number; length: number } | undefined {
+/** A request unanswered for this long counts as an error (autocannon's default timeout). */
+const REQUEST_DEADLINE_MS = 10_000
+
+/**
+ * The whole answer's length and status, once `received` holds its head; undefined before; null for an answer
+ * this reader cannot delimit (chunked, or a body without Content-Length).
+ */
+function answerIn(received: Buffer): { status: number; length: number } | undefined | null {
   const end = received.indexOf(HEADERS_END)
   if (end < 0) return undefined
   const head = received.toString('latin1', 0, end)
-  const bodyLength = Number(/\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1] ?? 0)
-  return { status: Number(head.slice(9, 12)), length: end + 4 + bodyLength }
+  const status = Number(head.slice(9, 12))
+  const declared = /\r\ncontent-length:\s*(\d+)/i.exec(head)?.[1]
+  const bodiless = status === 204 || status === 304 || (status >= 100 && status < 200)
+  if (declared === undefined && !bodiless) return null
+  return { status, length: end + 4 + Number(declared ?? 0) }
 }
 
 /** One keep-alive connection, one request at a time. */
 class Connection {
   private readonly socket: Socket
   private current: Pending | undefined
+  private sentAt = 0
   private received: Buffer = Buffer.alloc(0)
 
   private constructor(
@@ -94,7 +107,13 @@ class Connection {
 
   send(pending: Pending): void {
     this.current = pending
+    this.sentAt = performance.now()
     this.socket.write(encode(pending.request))
+  }
+
+  /** Closes the connection if its request has waited longer than the deadline (counted lost as it closes). */
+  expireIfLate(now: number): void {
+    if (this.current && now - this.sentAt > REQUEST_DEADLINE_MS) this.socket.destroy()
   }
 
   close(): void {
@@ -105,7 +124,9 @@ class Connection {
   private read(chunk: Buffer): void {
     this.received = this.received.length === 0 ? chunk : Buffer.concat([this.received, chunk])
     const answer = answerIn(this.received)
-    if (!answer || this.received.length < answer.length || !this.current) return
+    // Unreadable, or more than one answer (bytes nobody asked for): the connection is closed, its request lost.
+    if (answer === null || !this.current || (answer && this.received.length > answer.length)) return void this.socket.destroy()
+    if (!answer || this.received.length < answer.length) return
     const pending = this.current
     this.current = undefined
     this.received = Buffer.alloc(0)
@@ -158,22 +179,39 @@ export async function steadyLoad(
         ready(connection)
       },
       (pending) => {
-        // Closed by the server: its request is lost, and a new connection takes its place.
+        // Closed (by the server, or here): its request is lost, and a new connection takes its place.
         all.delete(connection)
         const index = idle.indexOf(connection)
         if (index >= 0) idle.splice(index, 1)
-        if (pending) {
-          errors++
-          settle()
-        }
-        if (!finished) void open().catch(() => {})
+        if (pending) fail()
+        if (!finished) reopen()
       },
     )
+    // Opened after the run ended (to replace one lost at its end): not needed.
+    if (finished) return connection.close()
     all.add(connection)
     ready(connection)
   }
+  const fail = () => {
+    errors++
+    settle()
+  }
+  let opening = 0
+  const reopen = () => {
+    opening++
+    open()
+      .catch(() => {})
+      .finally(() => opening--)
+  }
   // Every connection opened before the clock starts.
   for (let i = 0; i < options.connections; i++) await open()
+  // Late requests are given up on; with no connection left and none opening, what waits can never be sent.
+  const sweep = setInterval(() => {
+    const now = performance.now()
+    for (const connection of all) connection.expireIfLate(now)
+    if (all.size === 0 && opening === 0) queue.splice(0).forEach(fail)
+    if (all.size + opening < options.connections && !finished) reopen()
+  }, 250)
 
   const start = performance.now()
   for (let sent = 0; sent < total; ) {
@@ -184,6 +222,7 @@ export async function steadyLoad(
   await done
   const elapsed = (performance.now() - start) / 1000
   finished = true
+  clearInterval(sweep)
   for (const connection of all) connection.close()
   const sorted = latencies.subarray(0, answered).sort()
   return { rps: answered / elapsed, p50: percentile(sorted, 0.5), p99: percentile(sorted, 0.99), statuses, unexpected, errors }

@@ -50,8 +50,9 @@ export function parseInstant(value: string | undefined, path: string, bounds: In
  * An IANA zone name. Intl decides whether it exists; the pattern keeps out what Intl may accept but PostgreSQL
  * reads differently: an offset like "+01:00" is a POSIX zone there, with its sign the other way round.
  * The answer names the zone as ICU spells it ("america/new_york" becomes "America/New_York"), except where ICU
- * would swap the client's name for an older alias of the same zone (Asia/Kolkata is Asia/Calcutta to ICU):
- * then the client's own name is kept, as PostgreSQL knows both.
+ * would swap a name written as the time-zone database writes them (each part capitalised) for an older alias of
+ * the same zone (Asia/Kolkata is Asia/Calcutta to ICU): then the client's own name is kept, as PostgreSQL knows
+ * both. ("asia/kolkata" has no spelling to keep: ICU's is given.)
  */
 export function parseTimezone(value: string | undefined): string {
   if (value === undefined) return 'UTC'
@@ -63,7 +64,8 @@ export function parseTimezone(value: string | undefined): string {
   } catch {
     throw invalid()
   }
-  return resolved.toLowerCase() === value.toLowerCase() ? resolved : value
+  if (resolved.toLowerCase() === value.toLowerCase()) return resolved
+  return /^[A-Z][^/]*(\/[A-Z][^/]*)*$/.test(value) ? value : resolved
 }
 
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR)

@@ -177,6 +177,8 @@ t.test('America/New_York across the end of daylight time', async (t) => {
   t.equal(kolkata.statusCode, 200)
   t.equal(kolkata.json().timezone, 'Asia/Kolkata', 'a current name is not swapped for the older alias ICU prefers (Asia/Calcutta)')
   t.match(kolkata.json().series[0].start, /\+05:30$/, 'and the series is cut in that zone')
+  const lower = (await api.get(`/v1/links/${l2.uniq}/stats?${query({ ...MARCH, timezone: 'asia/kolkata' })}`)).json()
+  t.equal(lower.timezone, 'Asia/Calcutta', 'a name in another case has no spelling to keep: ICU\'s is given')
 })
 
 t.test('hours in zones that are not whole hours from UTC: a half-hour DST change, a half-hour offset', async (t) => {
