@@ -95,14 +95,23 @@ export class OneLinePerRequest extends LogController {
 }
 
 /** Builds the whole service: infrastructure plugins first, then the routes. */
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count becomes proxy-addr's function for it (the `n` addresses nearest
+ * to the service are proxies): Fastify 5 now reads a bare number as "trust no hop", which silently made every
+ * visitor the load balancer.
+ */
+function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string[] | ((address: string, hop: number) => boolean) {
+  if (typeof trust !== 'number') return trust
+  return (_address, hop) => hop < trust
+}
+
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options
   const app = Fastify({
     logger: options.logger ?? loggerOptions(config),
     logController: new OneLinePerRequest(),
     bodyLimit: BODY_LIMIT,
-    // Fastify accepts a hop count too, though its types only list the other forms.
-    trustProxy: config.trustProxy as boolean | string[],
+    trustProxy: fastifyTrustProxy(config.trustProxy),
     genReqId: requestId,
     ...httpServerOptions(options.httpTimeouts),
     // Requests that arrive while the app closes get graceful-close's 503, which is problem+json.

@@ -130,6 +130,12 @@ t.test('X-Forwarded-Host counts only from a proxy TRUST_PROXY trusts', async (t)
   t.equal(trusted.headers.location, 'https://example.com/summer-sale')
   const otherSender = await visit(behindProxy.app, '/summer', { ...forwarded, remoteAddress: '10.1.2.3' })
   t.equal(otherSender.statusCode, 404, 'a sender that is not the trusted proxy cannot choose the host')
+
+  // A hop count: the nearest hop is the proxy, whatever its address.
+  const oneHop = await buildTestApp(t, { database, env: { TRUST_PROXY: '1' } })
+  await oneHop.app.redirects.domains.refresh()
+  const throughOneHop = await visit(oneHop.app, '/summer', { ...forwarded, remoteAddress: '10.1.2.3' })
+  t.equal(throughOneHop.statusCode, 302, 'TRUST_PROXY=1 trusts the nearest hop (Fastify alone would trust none)')
 })
 
 t.test('a domain added later (by the command line) is served on its first visit once the domains are read again', async (t) => {
