@@ -78,7 +78,8 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       sendRedirect(reply, request.url)
       return reply
     }
-    counters[COUNTER[answer.kind]]++
+    // A password try was counted by its route, as what it was (wrong, throttled): one answer per visit.
+    if (!extras.passwordError) counters[COUNTER[answer.kind]]++
     sendAnswer(reply, view, answer, extras)
     if (request.method !== 'HEAD') {
       const reached = answer.kind === 'redirect' || answer.kind === 'masking' || answer.kind === 'interstitial'
@@ -158,6 +159,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     if (view === null || isExpired(view, now) || view.passwordHash === null) return answerVisit(request, reply, view)
     const password = (request.body as Record<string, unknown> | undefined)?.password
     if (typeof password !== 'string' || password === '') {
+      counters.password++
       return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message: 'Enter the password.' } })
     }
     const decision = await throttle.take(view.uniq, request.ip, now)

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { freePort, quotaWorkspace } from '../rate-limits/quota-support.js'
-import { acmeWorkspace, SHORT_DOMAIN, visit } from '../redirects/visit-support.js'
+import { acmeWorkspace, postPassword, SHORT_DOMAIN, visit } from '../redirects/visit-support.js'
 import { parseExposition, samplesOf, valueOf, type Exposition } from '../support/prometheus-text.js'
 import { buildTestApp, client } from '../support/test-app.js'
 
@@ -108,6 +108,22 @@ t.test('what requests, visits, quotas and autofill did shows in the scrape', asy
   // Process metrics (prom-client's defaults).
   t.ok(valueOf(metrics, 'process_cpu_user_seconds_total')! > 0)
   t.ok(valueOf(metrics, 'nodejs_heap_size_used_bytes')! > 0)
+})
+
+t.test('password visits count one answer each: the form, a wrong try, a throttled try', async (t) => {
+  const test = await buildTestApp(t)
+  const { link } = await acmeWorkspace(test)
+  await link({ id: 'locked', url: 'https://example.com/secret', passwordProtect: { enable: true, password: 'open sesame' } })
+  const answers = async () => {
+    const metrics = await scrape(test.app)
+    return Object.fromEntries(['password', 'wrong_password', 'throttled'].map((answer) => [answer, valueOf(metrics, 'shortlinks_redirects_total', { answer })]))
+  }
+  t.equal((await visit(test.app, '/locked')).statusCode, 200)
+  t.same(await answers(), { password: 1, wrong_password: 0, throttled: 0 }, 'the form')
+  t.equal((await postPassword(test.app, '/locked', '')).statusCode, 401)
+  t.same(await answers(), { password: 2, wrong_password: 0, throttled: 0 }, 'no password sent: the form again')
+  for (let i = 0; i < 11; i++) await postPassword(test.app, '/locked', 'wrong')
+  t.same(await answers(), { password: 2, wrong_password: 10, throttled: 1 }, 'ten wrong tries, then the limit: one answer each')
 })
 
 t.test('a slug cannot shadow /metrics: reserved, and answered as metrics on a short domain', async (t) => {
