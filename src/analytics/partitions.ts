@@ -44,6 +44,17 @@ async function createPartition(prisma: PrismaClient, month: Month): Promise<void
   names.add(month.name)
 }
 
+/**
+ * Forgets which partitions this process believes exist: another instance's retention may have dropped one (a
+ * visit of that month is then refused: isMissingPartition), and the next batch creates it again.
+ */
+export function forgetPartitions(prisma: PrismaClient): void {
+  known.delete(prisma)
+}
+
+/** PostgreSQL refused a row for want of a partition (SQLSTATE 23514, "no partition of relation … found for row"). */
+export const isMissingPartition = (error: unknown) => /no partition of relation/.test(String((error as { message?: string })?.message ?? error))
+
 /** Makes sure the partitions that hold these visits' times (milliseconds) exist. */
 export async function ensurePartitionsFor(prisma: PrismaClient, visits: { at: number }[]): Promise<void> {
   // Months change rarely within a batch: a Date only where the time leaves the month seen last.

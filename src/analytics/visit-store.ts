@@ -20,7 +20,7 @@
 import { copyText } from '../db/copy-text.js'
 import type { CopyIn, Database, SqlQuery } from '../db/database.js'
 import { setImmediate as nextTurn } from 'node:timers/promises'
-import { ensurePartitionsFor } from './partitions.js'
+import { ensurePartitionsFor, forgetPartitions, isMissingPartition } from './partitions.js'
 import { aggregateVisitsSql } from './visit-aggregates.js'
 
 /** A visit as stored: resolved (device, browser…), with the visitor's daily key already derived. */
@@ -152,7 +152,7 @@ export async function storeVisitRows(database: Database, rows: VisitRow[], batch
   await ensurePartitionsFor(database.prisma, rows)
   let seen = seenCache.get(database)
   if (!seen || seen.size > MAX_SEEN_CACHED) seenCache.set(database, (seen = new Set()))
-  const remember = await database.transaction(async (query, copyIn) => {
+  const write = () => database.transaction(async (query, copyIn) => {
     // First: an attempt still under way with this id (its connection silent, not yet known to be lost) holds the
     // row, and this one waits to learn whether it committed.
     if (batchId !== undefined) {
@@ -169,5 +169,15 @@ export async function storeVisitRows(database: Database, rows: VisitRow[], batch
     await insertRaw(query, copyIn, rows, Math.ceil(Number(rollup.rolledUpTo)))
     return remember
   })
+  let remember: string[]
+  try {
+    remember = await write()
+  } catch (error) {
+    // A partition this process created was dropped since by another instance's retention: created again.
+    if (!isMissingPartition(error)) throw error
+    forgetPartitions(database.prisma)
+    await ensurePartitionsFor(database.prisma, rows)
+    remember = await write()
+  }
   for (const key of remember) seen.add(key)
 }

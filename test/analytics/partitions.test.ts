@@ -5,6 +5,8 @@
 import t from 'tap'
 import { buildTestApp } from '../support/test-app.js'
 import { acmeWorkspace, visit } from '../redirects/visit-support.js'
+import { storeVisits } from '../../src/analytics/visit-store.js'
+import { storedVisit } from './stored-visit.js'
 
 const MARCH_15 = Date.UTC(2031, 2, 15, 12)
 
@@ -77,4 +79,23 @@ t.test('partitions and aggregates past the retention are dropped at start, the r
     `SELECT count(*)::int AS "oldRows" FROM "analytics"."LinkHourly" WHERE "hour" < '2031-01-01T00:00:00Z'`,
   )
   t.equal(oldRows, 0, 'and so are the old aggregates')
+})
+
+t.test("a partition another instance's retention dropped is created again for a visit of its month", async (t) => {
+  const { link } = await acmeWorkspace(first, 'partitions', 'go.partitions.test')
+  const made = await link({ id: 'dropped-month', url: 'https://example.com/d' })
+  const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'partitions' } })).id
+  const target = { uniq: made.uniq, domain: 'go.partitions.test', workspaceId }
+  // This process stores a visit in July 2031 (creating the partition, which it then remembers)…
+  await storeVisits(first.database, [storedVisit(target, '2031-07-10T10:00:00Z', 1)])
+  t.ok((await partitions()).includes('Visit_2031_07'))
+  // …another instance drops it…
+  await prisma.$executeRawUnsafe('DROP TABLE "analytics"."Visit_2031_07"')
+  // …and this one's next visit of that month is stored all the same, not refused for ever.
+  await storeVisits(first.database, [storedVisit(target, '2031-07-11T10:00:00Z', 2)])
+  const [{ count }] = await prisma.$queryRawUnsafe<{ count: number }[]>(
+    `SELECT count(*)::int AS "count" FROM "analytics"."Visit" WHERE "linkUniq" = $1`,
+    made.uniq,
+  )
+  t.equal(count, 1, 'the second visit is stored (the first went with its partition)')
 })
