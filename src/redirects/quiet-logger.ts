@@ -2,15 +2,23 @@
  * The request logger of the visitor routes. Fastify gives every request a child logger bound to its request
  * id, which pino builds at a cost that shows on a 302 answered in tens of microseconds; visits log nothing below
  * `warn`, so the child is made only when something is logged at `warn` or above (an error), with the same
- * bindings. Installed with setChildLoggerFactory in the visitor routes' scope only.
+ * bindings. Installed with setChildLoggerFactory in the visitor routes' scope only. A stricter LOG_LEVEL (`error`,
+ * `fatal`, `silent`) still rules.
  */
 import type { FastifyBaseLogger } from 'fastify'
 
 const noop = () => {}
 
+/** pino's numbers for the levels a visit may log at. */
+const LEVELS: Record<string, number> = { warn: 40, error: 50, fatal: 60 }
+const WARN = LEVELS.warn
+
+/** `warn`, or the parent's level when that is stricter. */
+const quietLevel = (parent: FastifyBaseLogger): string => ((parent as { levelVal?: number }).levelVal ?? 0) > WARN ? parent.level : 'warn'
+
 class QuietRequestLogger {
   private real: FastifyBaseLogger | null = null
-  readonly level = 'warn'
+  readonly level: string
   readonly info = noop
   readonly debug = noop
   readonly trace = noop
@@ -20,10 +28,12 @@ class QuietRequestLogger {
     private readonly parent: FastifyBaseLogger,
     private readonly bindings: Record<string, unknown>,
     private readonly options: object,
-  ) {}
+  ) {
+    this.level = quietLevel(parent)
+  }
 
   private logger(): FastifyBaseLogger {
-    this.real ??= this.parent.child(this.bindings, { ...this.options, level: 'warn' })
+    this.real ??= this.parent.child(this.bindings, { ...this.options, level: this.level })
     return this.real
   }
 
@@ -44,7 +54,8 @@ class QuietRequestLogger {
   }
 
   isLevelEnabled(level: string): boolean {
-    return level === 'warn' || level === 'error' || level === 'fatal'
+    const value = LEVELS[level]
+    return value !== undefined && value >= Math.max(WARN, (this.parent as { levelVal?: number }).levelVal ?? 0)
   }
 }
 
