@@ -30,7 +30,8 @@ const EnvSchema = Type.Object({
   RATE_LIMIT_ON_REDIS_ERROR: Type.Unsafe<'allow' | 'deny'>({ type: 'string', enum: ['allow', 'deny'], default: 'allow' }),
   COOKIE_SECRET: Type.Optional(Type.String({ minLength: 32 })),
   VISIT_RETENTION_DAYS: Type.Integer({ minimum: 1, maximum: 36500, default: 400 }),
-  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16 })),
+  // Sent as `Authorization: Bearer <token>`, which ends at a space: a token with one could never be sent.
+  METRICS_TOKEN: Type.Optional(Type.String({ minLength: 16, pattern: '^\\S+$' })),
   OVERLOAD_EVENT_LOOP_DELAY_MS: Type.Integer({ minimum: 0, maximum: 60000, default: 1000 }),
   OVERLOAD_DB_POOL_WAITING: Type.Integer({ minimum: 0, maximum: 1000000, default: 100 }),
 })

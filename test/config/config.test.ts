@@ -81,6 +81,7 @@ t.test('an invalid value stops the start with a message naming the variable', as
     [{ REDIS_KEY_PREFIX: '{prod}:' }, /REDIS_KEY_PREFIX/],
     [{ REDIS_KEY_PREFIX: 'has space' }, /REDIS_KEY_PREFIX/],
     [{ METRICS_TOKEN: 'short' }, /METRICS_TOKEN/],
+    [{ METRICS_TOKEN: 'metrics token with space' }, /METRICS_TOKEN must match pattern/],
     [{ OVERLOAD_EVENT_LOOP_DELAY_MS: '-1' }, /OVERLOAD_EVENT_LOOP_DELAY_MS/],
     [{ OVERLOAD_DB_POOL_WAITING: 'many' }, /OVERLOAD_DB_POOL_WAITING/],
     // Passed the checks before, then failed the start with a stack trace, or read as something else.

@@ -14,7 +14,8 @@ function loggerAt(level: string) {
     },
   })
   const parent = pino({ level }, stream) as unknown as FastifyBaseLogger
-  return { lines, request: quietChildLogger(parent, { reqId: 'visit-1' }, {}) }
+  const request = quietChildLogger(parent, { reqId: 'visit-1' }, {}) as FastifyBaseLogger & { isLevelEnabled(level: string): boolean }
+  return { lines, request }
 }
 
 const settle = () => new Promise((resolve) => setImmediate(resolve))
