@@ -18,7 +18,7 @@ import httpServer, { httpServerOptions, type HttpTimeouts } from './plugins/http
 import jsonBody from './plugins/json-body.js'
 import metrics from './plugins/metrics.js'
 import metricsRoutes from './metrics/metrics-routes.js'
-import overload, { type OverloadOptions } from './plugins/overload.js'
+import overload, { refusedReplies, type OverloadOptions } from './plugins/overload.js'
 import openapi from './plugins/openapi.js'
 import autofill, { type AutofillPluginOptions } from './plugins/autofill.js'
 import idempotency, { type IdempotencyOptions } from './plugins/idempotency.js'
@@ -89,6 +89,8 @@ export class OneLinePerRequest extends LogController {
   }
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    // Refused for overload: counted, and logged once a minute in all (src/plugins/overload.ts).
+    if (refusedReplies.has(reply)) return
     if (error) reply.log.error({ req: request, res: reply, err: error, responseTime: reply.elapsedTime }, 'request errored')
     else reply.log.info({ req: request, res: reply, responseTime: reply.elapsedTime }, 'request completed')
   }

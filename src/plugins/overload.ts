@@ -13,8 +13,9 @@
  *   per-route `pressureHandler` under-pressure looks for in a route's config.
  *
  * The refusal is a problem+json body returned from the pressure handler, which under-pressure sends (its
- * types say void, its code sends what a handler returns); it is not thrown, so it writes no log line per
- * request: a warning at most once a minute says how many were refused.
+ * types say void, its code sends what a handler returns). It writes no log line per request (the request's
+ * line is skipped for the replies in `refusedReplies`, src/app.ts): a warning at most once a minute says how
+ * many were refused.
  */
 import underPressure, { TYPE_HEALTH_CHECK } from '@fastify/under-pressure'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
@@ -83,9 +84,13 @@ function decide(request: FastifyRequest, reply: FastifyReply, type: string, valu
 let lastLog = -Infinity
 let unlogged = 0
 
+/** The answers refused for overload: the request log leaves them out (see above). */
+export const refusedReplies = new WeakSet<FastifyReply>()
+
 /** Counts the refusal (and logs at most once a minute) and returns the body under-pressure sends. */
 function refuse(request: FastifyRequest, reply: FastifyReply, reason: OverloadReason) {
   request.server.overload.refused[reason]++
+  refusedReplies.add(reply)
   unlogged++
   const now = Date.now()
   if (now - lastLog >= REFUSALS_LOG_INTERVAL_MS) {

@@ -57,9 +57,11 @@ const metricsOf = async (app: FastifyInstance) => parseExposition((await app.inj
 t.test('a saturated event loop: 503 at once for the API and visitors; /readyz 503, /healthz 200; then recovery', async (t) => {
   // Slices of 700 ms against a limit of 300 ms, sampled every second: clear of what a loaded machine (and the
   // embedded database, which runs on the loop) does to the loop by itself, and each sample sees a slice.
+  const lines: { level: number; msg: string; res?: { statusCode: number } }[] = []
   const test = await buildTestApp(t, {
     env: { OVERLOAD_EVENT_LOOP_DELAY_MS: '300' },
     overload: { sampleIntervalMs: 1000 },
+    logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } },
   })
   const { app } = test
   // Set up while start-up is not judged yet (src/plugins/overload.ts).
@@ -82,6 +84,9 @@ t.test('a saturated event loop: 503 at once for the API and visitors; /readyz 50
   t.equal(valueOf(during, 'shortlinks_overloaded', { reason: 'event_loop' }), 1)
 
   stop()
+  const refusedLines = lines.filter((line) => line.res?.statusCode === 503 && line.msg === 'request completed')
+  t.same(refusedLines, [], 'no log line per refused request')
+  t.equal(lines.filter((line) => /^overloaded: requests are refused/.test(line.msg)).length, 1, 'one warning for them all')
   // Polled: the machine's own load may still hold the loop for a moment.
   await until(async () => (await list()).statusCode === 200, 'the API to answer again')
   await until(async () => (await visit(app, '/busy')).statusCode === 302, 'the visit to be redirected again')
