@@ -254,7 +254,7 @@ async function migrate(connectionString: string): Promise<void> {
           return reject(new Error(`PostgreSQL stopped answering while the migrations ran: ${(error as Error).message}`, { cause: error }))
         }
       } finally {
-        void withDeadline(pinger.end(), PING_TIMEOUT_MS)
+        void waitAtMost(pinger.end(), PING_TIMEOUT_MS)
       }
       if (!finished) timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
     }
@@ -267,7 +267,7 @@ async function migrate(connectionString: string): Promise<void> {
     finished = true
     clearTimeout(timer)
     // A connection to a server that stopped answering may never end: not waited for beyond the ping's deadline.
-    await withDeadline(client.end(), PING_TIMEOUT_MS)
+    await waitAtMost(client.end(), PING_TIMEOUT_MS)
   }
 }
 
@@ -275,7 +275,7 @@ async function migrate(connectionString: string): Promise<void> {
 const isPostgresError = (error: unknown) => error instanceof pg.DatabaseError && /^[0-9A-Z]{5}$/.test(error.code ?? '')
 
 /** `promise`, or nothing once `ms` have passed (its outcome ignored). */
-const withDeadline = (promise: Promise<unknown>, ms: number) =>
+const waitAtMost = (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())])
 
 async function openPostgres(connectionString: string, options: OpenDatabaseOptions): Promise<Database> {

@@ -13,12 +13,12 @@ const noop = () => {}
 const LEVELS: Record<string, number> = { warn: 40, error: 50, fatal: 60 }
 const WARN = LEVELS.warn
 
-/** `warn`, or the parent's level when that is stricter. */
-const quietLevel = (parent: FastifyBaseLogger): string => ((parent as { levelVal?: number }).levelVal ?? 0) > WARN ? parent.level : 'warn'
 
 class QuietRequestLogger {
   private real: FastifyBaseLogger | null = null
+  /** `warn`, or the parent's level when that is stricter. */
   readonly level: string
+  private readonly threshold: number
   readonly info = noop
   readonly debug = noop
   readonly trace = noop
@@ -29,7 +29,9 @@ class QuietRequestLogger {
     private readonly bindings: Record<string, unknown>,
     private readonly options: object,
   ) {
-    this.level = quietLevel(parent)
+    const parentLevel = (parent as { levelVal?: number }).levelVal ?? 0
+    this.threshold = Math.max(WARN, parentLevel)
+    this.level = parentLevel > WARN ? parent.level : 'warn'
   }
 
   private logger(): FastifyBaseLogger {
@@ -55,7 +57,7 @@ class QuietRequestLogger {
 
   isLevelEnabled(level: string): boolean {
     const value = LEVELS[level]
-    return value !== undefined && value >= Math.max(WARN, (this.parent as { levelVal?: number }).levelVal ?? 0)
+    return value !== undefined && value >= this.threshold
   }
 }
 

@@ -3,6 +3,7 @@ import { isIPv4Address, normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
 import { domainsChanged, tokensChanged } from '../cache/change-notices.js'
 import { FOLDER_NAME_MAX } from '../../schemas/folder.js'
+import { codePointLength } from '../../schemas/formats.js'
 import { SCRIPT_NAME_MAX } from '../../schemas/script.js'
 
 /** Errors of administrative operations (the command line), said plainly to an operator. */
@@ -28,7 +29,7 @@ export const WORKSPACE_NAME_MAX = 100
 function checkedName(what: string, name: string, max: number): string {
   const trimmed = name.trim()
   if (!trimmed) throw new AdminError(`A ${what} needs a name`)
-  if ([...trimmed].length > max) throw new AdminError(`A ${what} name may have at most ${max} characters`)
+  if (codePointLength(trimmed) > max) throw new AdminError(`A ${what} name may have at most ${max} characters`)
   return trimmed
 }
 
