@@ -169,8 +169,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   await app.register(linkReadRoutes, { links })
   await app.register(qrRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })
-  await app.register(pixelRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
-  await app.register(scriptRoutes, { prisma: options.database.prisma, onChange: app.redirects.workspaceChanged })
+  // Visitors see a change to a pixel or script at once too (every link of the workspace is forgotten).
+  const changes = { changed: app.redirects.workspaceChanged, uncertain: app.redirects.workspaceUncertain }
+  await app.register(pixelRoutes, { prisma: options.database.prisma, changes })
+  await app.register(scriptRoutes, { prisma: options.database.prisma, changes })
   await app.register(statsRoutes, { links })
   await app.register(redirectRoutes, { countryHeader: config.countryHeader })
   return app

@@ -10,6 +10,7 @@ import { noContentResponse, problemResponsesWith } from '../plugins/openapi-enti
 import { successResponse } from '../plugins/openapi-responses.js'
 import { listPixels } from './pixel-repository.js'
 import { createPixel, deletePixel, toPixelRecord, updatePixel } from './pixel-service.js'
+import { changingWorkspace, type WorkspaceChanges } from '../redirects/workspace-changes.js'
 
 const problems = {
   badBody: {
@@ -24,7 +25,7 @@ const problems = {
   },
 }
 
-export default async function pixelRoutes(app: FastifyInstance, options: { prisma: PrismaClient; onChange?: (workspaceId: number) => void }) {
+export default async function pixelRoutes(app: FastifyInstance, options: { prisma: PrismaClient; changes?: WorkspaceChanges }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
   const { prisma } = options
   const common = { tags: ['pixels'], security: [{ apiToken: [] }] }
@@ -84,9 +85,9 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
       },
     },
     async (request) => {
-      const pixel = await updatePixel(prisma, request.caller, request.params.uuid, request.body)
       // The links that use it load the changed tag for visitors.
-      options.onChange?.(request.caller.workspaceId)
+      const { workspaceId } = request.caller
+      const pixel = await changingWorkspace(options.changes, workspaceId, () => updatePixel(prisma, request.caller, request.params.uuid, request.body))
       return toPixelRecord(pixel)
     },
   )
@@ -108,8 +109,7 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
       },
     },
     async (request, reply) => {
-      await deletePixel(prisma, request.caller, request.params.uuid)
-      options.onChange?.(request.caller.workspaceId)
+      await changingWorkspace(options.changes, request.caller.workspaceId, () => deletePixel(prisma, request.caller, request.params.uuid))
       return reply.code(204).send()
     },
   )

@@ -66,6 +66,8 @@ export interface Redirects {
   linksUncertain(links: LinkLocator[]): void
   /** Something all links of a workspace may show changed (a pixel, a script). */
   workspaceChanged(workspaceId: number): void
+  /** Such a write failed once it may have reached the database: as linksUncertain, for the workspace's links. */
+  workspaceUncertain(workspaceId: number): void
 }
 
 /** When the links of a failed write are forgotten a second time (linksUncertain). */
@@ -114,6 +116,11 @@ export default fp(
       apply(change)
       channel.publish(change)
     }
+    /** After a write that may yet commit (a statement given up on here): forgotten now and once more later. */
+    const publishTwice = (change: Change) => {
+      publish(change)
+      setTimeout(() => publish(change), FORGET_AGAIN_AFTER_MS).unref()
+    }
 
     app.decorate('redirects', {
       domains,
@@ -135,11 +142,10 @@ export default fp(
       linksUncertain: (links) => {
         const keys = links.flatMap((link) => ('slug' in link ? [cacheKey(link.domain, slugKey(link.slug))] : []))
         const uniqs = links.flatMap((link) => ('uniq' in link ? [link.uniq] : []))
-        const change: Change = { ...(keys.length ? { keys } : {}), ...(uniqs.length ? { links: uniqs } : {}) }
-        publish(change)
-        setTimeout(() => publish(change), FORGET_AGAIN_AFTER_MS).unref()
+        publishTwice({ ...(keys.length ? { keys } : {}), ...(uniqs.length ? { links: uniqs } : {}) })
       },
       workspaceChanged: (workspaceId) => publish({ workspaceId }),
+      workspaceUncertain: (workspaceId) => publishTwice({ workspaceId }),
     } satisfies Redirects)
 
     app.addHook('onReady', () => domains.start())

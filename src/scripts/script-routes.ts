@@ -17,6 +17,7 @@ import { successResponse } from '../plugins/openapi-responses.js'
 import { listScripts } from './script-repository.js'
 import { createScript, deleteScript, getScript, toScriptRecord, toScriptSummary, updateScript } from './script-service.js'
 import { NOT_DECIMAL_MESSAGE } from '../../schemas/formats.js'
+import { changingWorkspace, type WorkspaceChanges } from '../redirects/workspace-changes.js'
 
 /**
  * 64 KiB of content can take several times that as JSON (every control character or non-ASCII one may become a
@@ -38,7 +39,7 @@ const problems = {
   tooLarge: { description: 'payload_too_large: body over 512 KiB', examples: [payloadTooLarge(SCRIPT_BODY_LIMIT)] },
 }
 
-export default async function scriptRoutes(app: FastifyInstance, options: { prisma: PrismaClient; onChange?: (workspaceId: number) => void }) {
+export default async function scriptRoutes(app: FastifyInstance, options: { prisma: PrismaClient; changes?: WorkspaceChanges }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
   const { prisma } = options
   const common = { tags: ['scripts'], security: [{ apiToken: [] }] }
@@ -121,9 +122,9 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
       },
     },
     async (request) => {
-      const script = await updateScript(prisma, request.caller, request.params.id, request.body)
       // The links that attach it show its new content to visitors.
-      options.onChange?.(request.caller.workspaceId)
+      const { workspaceId } = request.caller
+      const script = await changingWorkspace(options.changes, workspaceId, () => updateScript(prisma, request.caller, request.params.id, request.body))
       return toScriptRecord(script)
     },
   )
@@ -145,8 +146,7 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
       },
     },
     async (request, reply) => {
-      await deleteScript(prisma, request.caller, request.params.id)
-      options.onChange?.(request.caller.workspaceId)
+      await changingWorkspace(options.changes, request.caller.workspaceId, () => deleteScript(prisma, request.caller, request.params.id))
       return reply.code(204).send()
     },
   )
