@@ -15,8 +15,8 @@
  *
  * The service process runs with the node flags and environment of `npm start` (bench/support/production-node.ts).
  * After each recorded run the service writes its buffer and rolls the run's visits up into the aggregates (the
- * minute's rollup, src/analytics/visit-rollup.ts), and the rollup's time is printed: per visit, and charged to
- * its run as if it had stopped the machine meanwhile (a bound from below).
+ * minute's rollup, src/analytics/visit-rollup.ts); both times are printed and charged to the run as if they
+ * had stopped the machine meanwhile (a bound from below).
  */
 import autocannon from 'autocannon'
 import type { ChildProcess } from 'node:child_process'
@@ -148,9 +148,10 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     fixed: summary(runs.fixed),
     unrecorded: summary(runs.unrecorded),
     recordingRatios: runs.service.map((run, i) => run.rps / runs.unrecorded[i].rps),
-    // The rollup's time charged to its run, as if nothing else could run meanwhile (PostgreSQL uses one of the
-    // two cores for it): a bound from below on the throughput with the rollup paid for.
-    chargedRatios: runs.service.map((run, i) => (run.rps * DURATION) / (DURATION + rollups[i].rollupMs / 1000) / runs.unrecorded[i].rps),
+    // The time to write what the run left buffered and to roll its visits up, charged to the run, as if nothing
+    // else could run meanwhile (PostgreSQL uses one of the two cores for it): a bound from below on the throughput
+    // with recording paid for in full. (A short run leaves a larger share of its writes for after it.)
+    chargedRatios: runs.service.map((run, i) => (run.rps * DURATION) / (DURATION + (rollups[i].flushMs + rollups[i].rollupMs) / 1000) / runs.unrecorded[i].rps),
     rollups,
     ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps),
   }
@@ -221,8 +222,8 @@ async function main() {
   const rolled = full.rollups.reduce((sum, r) => ({ ms: sum.ms + r.rollupMs, visits: sum.visits + r.visits }), { ms: 0, visits: 0 })
   const charged = median(full.chargedRatios)
   console.log(
-    `rollup after each recorded run: ${full.rollups.map((r) => `${r.visits} visits in ${r.rollupMs.toFixed(0)} ms`).join(', ')} ` +
-      `(${((1000 * rolled.ms) / rolled.visits).toFixed(1)} µs a visit); recording on / off with the rollup's time charged to its run: ` +
+    `after each recorded run, the last writes and the rollup: ${full.rollups.map((r) => `${r.flushMs.toFixed(0)} ms and ${r.visits} visits in ${r.rollupMs.toFixed(0)} ms`).join(', ')} ` +
+      `(the rollup ${((1000 * rolled.ms) / rolled.visits).toFixed(1)} µs a visit); recording on / off with both charged to its run: ` +
       `${(100 * charged).toFixed(1)}% (runs: ${full.chargedRatios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')})`,
   )
   console.log(`service event-loop delay since start: p99 ${stats.loopDelayP99Ms.toFixed(1)} ms, max ${stats.loopDelayMaxMs.toFixed(1)} ms`)
