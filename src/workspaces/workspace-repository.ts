@@ -67,24 +67,30 @@ export async function createToken(
   return { token, workspaceId: workspace.id }
 }
 
-/** Revokes by the whole token or by its display prefix (which must name exactly one live token). */
+/**
+ * Revokes by the whole token or by its display prefix (which must name exactly one live token, or else exactly one
+ * revoked one). Revoking a revoked token changes nothing and succeeds, by either form: a retried revoke is not an
+ * error.
+ */
 export async function revokeToken(prisma: PrismaClient, tokenOrPrefix: string): Promise<string> {
   const text = tokenOrPrefix.trim()
   if (text.length < 6) throw new AdminError('Give the token or its prefix (at least 6 characters)')
   const byHash = await prisma.apiToken.findUnique({ where: { hash: hashToken(text) } })
   // Prisma's startsWith is a SQL LIKE, where "_" (a token character) is a wildcard: narrow in SQL, decide here.
-  const candidates = byHash
+  const matching = byHash
     ? [byHash]
-    : (await prisma.apiToken.findMany({ where: { prefix: { startsWith: text.slice(0, DISPLAY_PREFIX_LENGTH) }, revokedAt: null } })).filter(
-        (token) => token.prefix.startsWith(text),
+    : (await prisma.apiToken.findMany({ where: { prefix: { startsWith: text.slice(0, DISPLAY_PREFIX_LENGTH) } } })).filter((token) =>
+        token.prefix.startsWith(text),
       )
+  const live = matching.filter((token) => !token.revokedAt)
+  const candidates = live.length > 0 ? live : matching
   if (candidates.length === 0 && text.length > DISPLAY_PREFIX_LENGTH) {
     // Only the first characters of a token are kept; more of them cannot be checked, short of the whole token.
     throw new AdminError(
-      `No live token is "${text}": give the whole token, or its prefix of ${DISPLAY_PREFIX_LENGTH} characters as token:list shows it`,
+      `No token is "${text}": give the whole token, or its prefix of ${DISPLAY_PREFIX_LENGTH} characters as token:list shows it`,
     )
   }
-  if (candidates.length === 0) throw new AdminError(`No live token matches "${text}"`)
+  if (candidates.length === 0) throw new AdminError(`No token matches "${text}"`)
   if (candidates.length > 1) throw new AdminError(`"${text}" matches ${candidates.length} tokens; give more of it`)
   const [token] = candidates
   if (!token.revokedAt) await prisma.apiToken.update({ where: { id: token.id }, data: { revokedAt: new Date() } })

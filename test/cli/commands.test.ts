@@ -136,8 +136,12 @@ t.test('token:revoke', async (t) => {
   t.type(await revokedAt(byPrefix), Date)
   t.equal(await revokedAt(untouched), null, 'other tokens stay live')
 
-  fails(t, await cli('token:revoke', byPrefix.slice(0, 11)), 1, /No live token matches/)
-  fails(t, await cli('token:revoke', 'sl_00000000'), 1, /No live token matches "sl_00000000"/)
+  // Revoked already: nothing changes, and it succeeds by either form (a retried revoke is no error).
+  const revokedWhen = await revokedAt(byPrefix)
+  t.same(await cli('token:revoke', byPrefix.slice(0, 11)), { code: 0, stdout: `${byPrefix.slice(0, 11)}\n`, stderr: '' }, 'again by its prefix')
+  t.same(await cli('token:revoke', byPrefix), { code: 0, stdout: `${byPrefix.slice(0, 11)}\n`, stderr: '' }, 'again by the whole token')
+  t.same(await revokedAt(byPrefix), revokedWhen, 'revoked when it first was')
+  fails(t, await cli('token:revoke', 'sl_00000000'), 1, /No token matches "sl_00000000"/)
   // Longer than the prefix kept and not the whole token: what it says past the prefix cannot be checked.
   fails(t, await cli('token:revoke', untouched.slice(0, 14)), 1, /give the whole token, or its prefix of 11 characters as token:list shows it/)
   t.equal(await revokedAt(untouched), null, 'not revoked on the strength of its first 11 characters')
@@ -161,8 +165,8 @@ t.test('token:revoke', async (t) => {
 t.test('token:revoke takes "_" and "%" in a prefix literally', async (t) => {
   const { id: workspaceId } = await prisma.workspace.create({ data: { name: 'tw-acme' } })
   await prisma.apiToken.create({ data: { workspaceId, hash: 'c'.repeat(64), prefix: 'sl_wcXdefgh' } })
-  fails(t, await cli('token:revoke', 'sl_wc_defg'), 1, /No live token matches/)
-  fails(t, await cli('token:revoke', 'sl_wc%%%'), 1, /No live token matches/)
+  fails(t, await cli('token:revoke', 'sl_wc_defg'), 1, /No token matches/)
+  fails(t, await cli('token:revoke', 'sl_wc%%%'), 1, /No token matches/)
   t.equal((await prisma.apiToken.findUniqueOrThrow({ where: { hash: 'c'.repeat(64) } })).revokedAt, null)
   t.same(await cli('token:revoke', 'sl_wcXdef'), { code: 0, stdout: 'sl_wcXdefgh\n', stderr: '' }, 'the literal prefix still works')
 })
