@@ -11,6 +11,7 @@
  */
 import iconv from 'iconv-lite'
 import { TextDecoder } from 'node:util'
+import { metaCharset as declaredCharset } from './head-scan.js'
 
 /** How far into the page a `<meta>` charset declaration is looked for (the standard says 1024 bytes; pages are sloppier). */
 const META_SCAN_BYTES = 4096
@@ -50,16 +51,13 @@ function charsetOf(contentType: string): string | undefined {
   return match?.[1].toLowerCase()
 }
 
-/** `<meta charset="x">` or `<meta http-equiv="Content-Type" content="text/html; charset=x">` in the first bytes. */
+/**
+ * `<meta charset="x">` or `<meta http-equiv="Content-Type" content="text/html; charset=x">` in the first bytes:
+ * the attribute itself, not `charset=` anywhere in a tag (a description may mention one).
+ */
 function metaCharset(bytes: Uint8Array): string | undefined {
   const head = Buffer.from(bytes.buffer, bytes.byteOffset, Math.min(bytes.length, META_SCAN_BYTES)).toString('latin1')
-  for (const [tag] of head.matchAll(/<meta\b[^>]*>/gi)) {
-    const direct = /\bcharset\s*=\s*["']?([\w.:-]+)/i.exec(tag)
-    if (direct) {
-      const label = direct[1].toLowerCase()
-      // A page served as bytes cannot really be UTF-16 when this very tag was readable as ASCII.
-      return label.startsWith('utf-16') ? 'utf-8' : label
-    }
-  }
-  return undefined
+  const label = declaredCharset(head, charsetOf)
+  // A page served as bytes cannot really be UTF-16 when this very tag was readable as ASCII.
+  return label?.startsWith('utf-16') ? 'utf-8' : label
 }

@@ -10,6 +10,7 @@ import type ogsFunction from 'open-graph-scraper'
 import type { OnlyGetOpenGraphInfoItem } from 'open-graph-scraper/types'
 import { MAX_URL_LENGTH, isHttpUrl } from '../../schemas/formats.js'
 import { LIMITS } from '../../schemas/link.js'
+import { headTags } from './head-scan.js'
 
 export const METADATA_FIELDS = ['title', 'description', 'image', 'favicon'] as const
 export type MetadataField = (typeof METADATA_FIELDS)[number]
@@ -30,8 +31,9 @@ const UNUSED_FALLBACKS: OnlyGetOpenGraphInfoItem[] = ['image', 'audioUrl', 'loca
 /** Reads the page's metadata; an empty page is an error (there is nothing to read, not merely no tags). */
 export async function extractMetadata(source: string, pageUrl: URL): Promise<PageMetadata> {
   if (!source.trim()) throw new Error('the page is empty')
-  // The HTML parser would turn NUL into U+FFFD, which cleanText could no longer tell from text.
-  const html = source.replaceAll('\0', ' ')
+  // The HTML parser would turn NUL into U+FFFD, which cleanText could no longer tell from text. Only the tags
+  // read below are parsed by the scraper: a head may hold thousands of others.
+  const html = await headTags(source.replaceAll('\0', ' '))
   // First the open-graph and twitter tags alone, then the plain HTML fallbacks (<title>, meta description,
   // icon links): the twitter tags come before the fallbacks, which one run cannot tell apart.
   const ogs = await loadScraper()

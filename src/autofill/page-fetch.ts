@@ -2,11 +2,12 @@
  * Fetches a page for its metadata, within bounds (contract section 12): one time budget for the whole
  * fetch, redirects included; at most `maxBytes` read, streamed (reading stops there, nothing more is
  * buffered); at most 5 redirects, followed here so that each hop goes through the guarded dispatcher;
- * HTML only. Reading also stops at `</head>`: everything autofill uses is in the head, so a long page
- * costs no more than its head.
+ * HTML only. Reading also stops where the head ends (head-scan.ts): everything autofill uses is in the head, so
+ * a long page costs no more than its head.
  */
 import { fetch, type Dispatcher } from 'undici'
 import { decodeHtml } from './charset.js'
+import { HeadEnd } from './head-scan.js'
 
 export const MAX_REDIRECTS = 5
 
@@ -75,16 +76,15 @@ export async function fetchPage(address: string, options: PageFetchOptions): Pro
 }
 
 /**
- * Reads until `</head>` has been seen or the stream ends; more than `maxBytes` without either is a page
- * too large to use. The rest of the body is never read: the stream is cancelled.
+ * Reads until the head has ended (`</head>`, or the body begun without it) or the stream ends; more than
+ * `maxBytes` without either is a page too large to use. The rest of the body is never read: the stream is cancelled.
  */
 async function readHead(body: ReadableStream<Uint8Array> | null, maxBytes: number): Promise<Uint8Array> {
   if (!body) return new Uint8Array()
   const reader = body.getReader()
   const chunks: Uint8Array[] = []
   let length = 0
-  // The tail of the bytes read so far, lower-cased, so a `</head>` split across chunks is still found.
-  let tail = ''
+  const head = new HeadEnd()
   try {
     for (;;) {
       const { done, value } = await reader.read()
@@ -93,16 +93,10 @@ async function readHead(body: ReadableStream<Uint8Array> | null, maxBytes: numbe
       const chunk = value.length > room ? value.subarray(0, room) : value
       chunks.push(chunk)
       length += chunk.length
-      // latin1 maps each byte to one character: a byte search, whatever the page's charset.
-      const text = tail + Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length).toString('latin1').toLowerCase()
-      const end = text.indexOf('</head')
-      if (end >= 0) {
-        // Keep the close tag: cut the bytes after it.
-        const cut = length - (text.length - end) + '</head>'.length
-        return concat(chunks, Math.min(cut, length))
-      }
+      // latin1 maps each byte to one character, so the offset found is a byte offset, whatever the page's charset.
+      const end = head.write(Buffer.from(chunk.buffer, chunk.byteOffset, chunk.length).toString('latin1'))
+      if (end >= 0) return concat(chunks, Math.min(end, length))
       if (value.length > room) throw new PageFetchError(`the page's head is larger than ${maxBytes} bytes`)
-      tail = text.slice(-8)
     }
     return concat(chunks, length)
   } finally {

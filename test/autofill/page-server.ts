@@ -105,10 +105,10 @@ export interface StreamStats {
  * A page of `total` bytes: `start`, then filler in 64 KiB chunks, written one at a time with back-pressure,
  * so a client that stops reading stops the server long before the end.
  */
-export function streamedPage(start: string, total: number): { handler: Handler; stats: StreamStats } {
+export function streamedPage(start: string, total: number, fillWith = '<p>filler text</p>\n'): { handler: Handler; stats: StreamStats } {
   let settle!: () => void
   const stats: StreamStats = { written: 0, total, closedEarly: false, settled: new Promise((resolve) => (settle = resolve)) }
-  const filler = Buffer.alloc(64 * 1024, '<p>filler text</p>\n')
+  const filler = Buffer.alloc(64 * 1024, fillWith)
   const handler: Handler = async (_request, response) => {
     let closed = false
     response.once('close', () => {

@@ -378,14 +378,50 @@ t.test('a 10 MB page is read up to </head> only', async (t) => {
   t.ok(stats.written < TEN_MB, `the server wrote ${stats.written} of ${TEN_MB} bytes`)
 })
 
-t.test(`a 10 MB page with no </head> in the first AUTOFILL_MAX_BYTES fails`, async (t) => {
-  const { handler, stats } = streamedPage(`<!doctype html><html><head>${title('Endless head')}`, TEN_MB)
+t.test(`a 10 MB page whose head does not end in the first AUTOFILL_MAX_BYTES fails`, async (t) => {
+  const { handler, stats } = streamedPage(`<!doctype html><html><head>${title('Endless head')}`, TEN_MB, '<meta name="filler" content="x">\n')
   server.route('/large/no-head', handler)
   await expectLink(t, await create('/large/no-head'), 'failed', {})
   await settled(stats)
   t.ok(stats.closedEarly, 'the client closed the connection before the end of the page')
   // What was written includes what the kernel buffers took (a few MB on loopback): only "not all" is certain.
   t.ok(stats.written < TEN_MB, `the server wrote ${stats.written} of ${TEN_MB} bytes`)
+})
+
+t.test('a 10 MB page without </head> (optional in HTML) is read up to where its body begins', async (t) => {
+  const { handler, stats } = streamedPage(`<!doctype html><html><head>${title('Minified')}${og('description', 'No end tag')}<body>`, TEN_MB)
+  server.route('/large/implied-head-end', handler)
+  await expectLink(t, await create('/large/implied-head-end'), 'partial', {
+    title: 'Minified',
+    description: 'No end tag',
+    favicon: `${origin}/favicon.ico`,
+  })
+  await settled(stats)
+  t.ok(stats.closedEarly, 'the client closed the connection before the end of the page')
+})
+
+t.test('"</head>" and "charset=" that are not markup: in a comment, a script, an attribute value', async (t) => {
+  serve('/not-markup/comment', `<!-- see </header> and </head> --><meta charset="utf-8">${title('After the comment')}${description('Still the head')}`)
+  await expectLink(t, await create('/not-markup/comment'), 'partial', {
+    title: 'After the comment', description: 'Still the head', favicon: `${origin}/favicon.ico`,
+  })
+  serve('/not-markup/script', `<script>var s = "</head><body>"</script>${title('After the script')}${description('Still the head')}`)
+  await expectLink(t, await create('/not-markup/script'), 'partial', {
+    title: 'After the script', description: 'Still the head', favicon: `${origin}/favicon.ico`,
+  })
+  // UTF-8 without a charset in the header: a description that mentions another charset does not declare it.
+  server.route('/not-markup/charset', page(Buffer.from(html(
+    `${description('Pages in charset=koi8-r are supported')}<meta charset="utf-8">${title('Café naïve')}`,
+  ), 'utf8'), 'text/html'))
+  await expectLink(t, await create('/not-markup/charset'), 'partial', {
+    title: 'Café naïve', description: 'Pages in charset=koi8-r are supported', favicon: `${origin}/favicon.ico`,
+  })
+})
+
+t.test('a head of a thousand tags autofill does not read, around the ones it does', async (t) => {
+  const noise = '<meta name="keywords" content="one, two, three">'.repeat(400)
+  serve('/many-tags', `${noise}${og('title', 'Among many')}${noise}${og('description', 'Found')}${noise}`)
+  await expectLink(t, await create('/many-tags'), 'partial', { title: 'Among many', description: 'Found', favicon: `${origin}/favicon.ico` })
 })
 
 t.test('a page that never ends fails within AUTOFILL_TIMEOUT_MS', async (t) => {

@@ -1,0 +1,115 @@
+/**
+ * A page's head read with a real HTML tokenizer (htmlparser2's streaming parser), never by searching the text:
+ * a `</head>` or `charset=` inside a comment, a script or an attribute value is not markup.
+ *
+ * - HeadEnd finds where the head ends while the bytes arrive: at `</head>`, or where the body begins without it
+ *   (`<body>`, or any element the HTML standard does not let a head hold: minified pages leave `</head>` out).
+ * - headTags keeps only the tags autofill reads (the first <title>, the meta tags of open graph, twitter and the
+ *   description, the icon links), as a small document: open-graph-scraper then parses that instead of up to
+ *   AUTOFILL_MAX_BYTES of head, which held the event loop for seconds with a head of thousands of other tags.
+ * - metaCharset reads the charset a `<meta>` declares.
+ *
+ * Tags are recognised in bytes read as latin1 (one character per byte) too: the markup of the charsets pages
+ * use is ASCII either way.
+ */
+import { Parser } from 'htmlparser2'
+import { setImmediate as nextTurn } from 'node:timers/promises'
+
+/** The elements a head may hold (the standard's "in head" insertion mode); any other start tag begins the body. */
+const HEAD_ELEMENTS = new Set([
+  'html', 'head', 'base', 'basefont', 'bgsound', 'link', 'meta', 'title', 'noscript', 'noframes', 'style', 'script', 'template',
+])
+
+/** Finds where the head ends in text written to it a piece at a time. */
+export class HeadEnd {
+  /** Where the head ends, as an offset into everything written; -1 until known. */
+  end = -1
+  private readonly parser: Parser
+
+  constructor() {
+    this.parser = new Parser(
+      {
+        onopentagname: (name) => {
+          if (this.end < 0 && !HEAD_ELEMENTS.has(name)) this.end = this.parser.startIndex
+        },
+        onclosetag: (name, isImplied) => {
+          if (this.end < 0 && name === 'head') this.end = isImplied ? this.parser.startIndex : this.parser.endIndex + 1
+        },
+      },
+      { decodeEntities: false },
+    )
+  }
+
+  /** Reads more of the page; answers `end`. */
+  write(text: string): number {
+    if (this.end < 0) this.parser.write(text)
+    return this.end
+  }
+}
+
+/** Tags kept for open-graph-scraper: enough for every field, few enough to cost nothing to parse. */
+const MAX_META_TAGS = 200
+const MAX_ICON_LINKS = 20
+/** Text handed to the parser in one go, so that a large head never holds the event loop long. */
+const SLICE = 64 * 1024
+
+const isReadMeta = (key: string) => key.startsWith('og:') || key.startsWith('twitter:') || key === 'description'
+
+const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
+const escapeText = (value: string) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;')
+const tag = (name: string, attributes: Record<string, string>, keep: string[]) =>
+  `<${name}${keep.filter((key) => key in attributes).map((key) => ` ${key}="${escapeAttribute(attributes[key])}"`).join('')}>`
+
+/** The tags of the page's head that autofill reads, as a small HTML document. */
+export async function headTags(html: string): Promise<string> {
+  const kept: string[] = []
+  let title: string | undefined
+  let titleText: string[] | null = null
+  let metas = 0
+  let icons = 0
+  let ended = false
+  const parser = new Parser({
+    onopentag: (name, attributes) => {
+      if (ended) return
+      if (!HEAD_ELEMENTS.has(name)) ended = true
+      else if (name === 'title' && title === undefined) titleText = []
+      else if (name === 'meta' && metas < MAX_META_TAGS && isReadMeta((attributes.property ?? attributes.name ?? '').trim().toLowerCase())) {
+        metas++
+        kept.push(tag('meta', attributes, ['property', 'name', 'content']))
+      } else if (name === 'link' && icons < MAX_ICON_LINKS && /\bicon\b/i.test(attributes.rel ?? '')) {
+        icons++
+        kept.push(tag('link', attributes, ['rel', 'href', 'sizes', 'type']))
+      }
+    },
+    ontext: (text) => titleText?.push(text),
+    onclosetag: (name) => {
+      if (name === 'head') ended = true
+      if (name === 'title' && titleText) {
+        title = titleText.join('')
+        titleText = null
+      }
+    },
+  })
+  for (let start = 0; start < html.length && !ended; start += SLICE) {
+    if (start > 0) await nextTurn()
+    parser.write(html.slice(start, start + SLICE))
+  }
+  if (!ended) parser.end()
+  const titleTag = title === undefined ? '' : `<title>${escapeText(title)}</title>`
+  return `<!doctype html><html><head>${titleTag}${kept.join('')}</head><body></body></html>`
+}
+
+/** `<meta charset="x">` or `<meta http-equiv="Content-Type" content="…; charset=x">`: the first one's label. */
+export function metaCharset(text: string, charsetOf: (contentType: string) => string | undefined): string | undefined {
+  let label: string | undefined
+  const parser = new Parser({
+    onopentag: (name, attributes) => {
+      if (label !== undefined || name !== 'meta') return
+      if (attributes.charset !== undefined) label = attributes.charset.trim().toLowerCase() || undefined
+      else if (attributes['http-equiv']?.trim().toLowerCase() === 'content-type') label = charsetOf(attributes.content ?? '')
+    },
+  })
+  parser.write(text)
+  parser.end()
+  return label
+}

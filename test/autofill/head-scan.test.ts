@@ -1,0 +1,52 @@
+/**
+ * The head as an HTML tokenizer reads it (src/autofill/head-scan.ts): where it ends, the tags autofill keeps, and
+ * the charset a meta declares. The pages themselves are tested end to end in pages.test.ts.
+ */
+import t from 'tap'
+import { HeadEnd, headTags, metaCharset } from '../../src/autofill/head-scan.js'
+
+const endOf = (...pieces: string[]) => {
+  const head = new HeadEnd()
+  for (const piece of pieces) if (head.write(piece) >= 0) break
+  return head.end
+}
+
+t.test('where the head ends', async (t) => {
+  const page = '<html><head><title>T</title></head><body>'
+  t.equal(endOf(page), page.indexOf('<body>'), 'just after </head>')
+  t.equal(endOf('<html><head><title>T</ti', 'tle></he', 'ad><body>'), '<html><head><title>T</title></head>'.length, 'a close tag split across pieces')
+  t.equal(endOf('<head><meta charset="utf-8"><body><p>'), '<head><meta charset="utf-8">'.length, 'at <body> when </head> is left out')
+  t.equal(endOf('<head><title>T</title><div>'), '<head><title>T</title>'.length, 'at the first element a head cannot hold')
+  t.equal(endOf('<head><!-- </head> --><script>"</head><body>"</script><style>p{}</style><noscript></noscript>'), -1, 'not in a comment, a script or a style')
+  t.equal(endOf('<head><title>T</title><meta name="a" content="</head>">'), -1, 'not in an attribute value')
+})
+
+t.test('the tags kept: the first title, open graph, twitter and description metas, icon links; nothing after the head', async (t) => {
+  const noise = '<meta name="keywords" content="k"><link rel="stylesheet" href="/s.css"><script>var x = 1</script>'.repeat(10_000)
+  const doc = await headTags(
+    `<html><head>${noise}<title>A &amp; B</title><title>Second</title><meta property="og:title" content="O &quot;T&quot;">` +
+      `<meta name="twitter:image" content="/i.png"><meta name="description" content="D <b>">${noise}` +
+      '<link rel="shortcut icon" href="/f.ico"></head><body><meta property="og:description" content="from the body"></body></html>',
+  )
+  t.equal(
+    doc,
+    '<!doctype html><html><head><title>A &amp; B</title><meta property="og:title" content="O &quot;T&quot;">' +
+      '<meta name="twitter:image" content="/i.png"><meta name="description" content="D &lt;b>">' +
+      '<link rel="shortcut icon" href="/f.ico"></head><body></body></html>',
+  )
+})
+
+t.test('at most 200 read metas and 20 icon links are kept', async (t) => {
+  const doc = await headTags(`<head>${'<meta property="og:image" content="/i.png">'.repeat(500)}${'<link rel="icon" href="/f.ico">'.repeat(50)}`)
+  t.equal(doc.split('<meta ').length - 1, 200)
+  t.equal(doc.split('<link ').length - 1, 20)
+})
+
+t.test('the charset a meta declares', async (t) => {
+  const contentTypeCharset = (value: string) => /charset=([\w-]+)/i.exec(value)?.[1].toLowerCase()
+  t.equal(metaCharset('<meta charset="Windows-1251">', contentTypeCharset), 'windows-1251')
+  t.equal(metaCharset('<meta http-equiv="Content-Type" content="text/html; charset=KOI8-R">', contentTypeCharset), 'koi8-r')
+  t.equal(metaCharset('<meta name="description" content="charset=koi8-r"><meta charset="utf-8">', contentTypeCharset), 'utf-8', 'not from another attribute')
+  t.equal(metaCharset('<!-- <meta charset="koi8-r"> --><meta charset="utf-8">', contentTypeCharset), 'utf-8', 'not from a comment')
+  t.equal(metaCharset('<meta name="x"><title>charset=koi8-r</title>', contentTypeCharset), undefined)
+})
