@@ -37,13 +37,31 @@ export const STATS_INSTANTS: InstantBounds = {
   text: 'between 1970-01-01T00:00:00Z and 9999-12-31T00:00:00Z',
 }
 
-/** An instant given by the client; the format check lets through what a Date cannot hold (23:59:60). */
+/** The digits of an instant's fraction past the millisecond, which a Date drops ("…28.90790Z": "9"). */
+const pastMillisecond = (value: string) => /[.,]\d{3}(\d+)/.exec(value)?.[1].replace(/0+$/, '') ?? ''
+
+/**
+ * An instant given by the client; the format check lets through what a Date cannot hold (23:59:60). A Date holds
+ * milliseconds: an instant between two is rounded up to the next, which is exact against stored times of
+ * milliseconds (links, the visits the service records) for an inclusive lower bound and an exclusive upper one.
+ * exactInstant keeps every digit, for comparisons and SQL.
+ */
 export function parseInstant(value: string | undefined, path: string, bounds: InstantBounds = STATS_INSTANTS): Date | undefined {
   if (value === undefined) return undefined
   const instant = new Date(value)
   if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
   if (instant.getTime() < bounds.earliest || instant.getTime() > bounds.latest) throw fieldError(path, `must be ${bounds.text}`)
-  return instant
+  return pastMillisecond(value) ? new Date(instant.getTime() + 1) : instant
+}
+
+/**
+ * A valid instant (parseInstant) in UTC with every digit given, its fraction padded to nine: two compare as text,
+ * and PostgreSQL reads it (to the microsecond).
+ */
+export function exactInstant(value: string): string {
+  const extra = pastMillisecond(value)
+  const millisecond = new Date(value).toISOString().slice(0, 23)
+  return `${millisecond}${extra.slice(0, 6).padEnd(6, '0')}Z`
 }
 
 /**
@@ -81,7 +99,7 @@ export function parseRange(query: { from?: string; to?: string; timezone?: strin
   const givenFrom = parseInstant(query.from, '/from')
   const to = ceilHour(givenTo ?? now)
   const from = floorHour(givenFrom ?? new Date(to.getTime() - DEFAULT_DAYS * DAY))
-  if (givenFrom && givenTo && givenFrom.getTime() >= givenTo.getTime()) throw fieldError('/from', 'must be before to')
+  if (givenFrom && givenTo && exactInstant(query.from!) >= exactInstant(query.to!)) throw fieldError('/from', 'must be before to')
   if (from.getTime() >= to.getTime()) throw fieldError('/from', 'must be before to')
   // The limit holds for the range as asked; rounding to whole hours may add up to two.
   if ((givenTo ?? to).getTime() - (givenFrom ?? from).getTime() > MAX_RANGE_DAYS * DAY) {
@@ -97,7 +115,11 @@ export const tooManyPoints = (interval: Interval) =>
 
 const offsetFormats = new Map<string, Intl.DateTimeFormat>()
 
-/** An instant as ISO 8601 in the zone, with its offset there: 2026-10-25T00:00:00+02:00. */
+/**
+ * An instant as RFC 3339 in the zone, with its offset there: 2026-10-25T00:00:00+02:00. An offset of seconds (local
+ * mean times, before 1972 in Africa/Monrovia) has no RFC 3339 form: it is rounded to the minute, and the local time
+ * written at that offset, so the text still names the exact instant.
+ */
 export function formatInZone(at: Date, timezone: string): string {
   let format = offsetFormats.get(timezone)
   if (!format) {
@@ -110,7 +132,19 @@ export function formatInZone(at: Date, timezone: string): string {
     offsetFormats.set(timezone, format)
   }
   const parts = Object.fromEntries(format.formatToParts(at).map((part) => [part.type, part.value]))
-  // "GMT+05:30", or "GMT" alone for a zero offset.
+  // "GMT+05:30", "GMT-00:44:30", or "GMT" alone for a zero offset.
   const offset = parts.timeZoneName === 'GMT' ? '+00:00' : parts.timeZoneName.slice(3)
+  if (offset.length > '+00:00'.length) return atOffset(at, offset)
   return `${parts.year}-${parts.month}-${parts.day}T${parts.hour}:${parts.minute}:${parts.second}${offset}`
+}
+
+/** `at` written at `offset` ("-00:44:30") rounded to the minute. */
+function atOffset(at: Date, offset: string): string {
+  const [hours, minutes, seconds] = offset.slice(1).split(':').map(Number)
+  const sign = offset.startsWith('-') ? -1 : 1
+  const offsetMinutes = sign * Math.round(hours * 60 + minutes + seconds / 60)
+  const local = new Date(at.getTime() + offsetMinutes * 60_000).toISOString().slice(0, 19)
+  const size = Math.abs(offsetMinutes)
+  const pad = (n: number) => String(n).padStart(2, '0')
+  return `${local}${offsetMinutes < 0 ? '-' : '+'}${pad(Math.floor(size / 60))}:${pad(size % 60)}`
 }

@@ -6,7 +6,7 @@
 import { VISITS_LIMIT, type VisitBody, type VisitsRequest } from '../../schemas/stats.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
-import { parseInstant, STATS_INSTANTS } from './stats-range.js'
+import { exactInstant, parseInstant, STATS_INSTANTS } from './stats-range.js'
 
 interface Position {
   /** "at" in microseconds since the epoch (PostgreSQL's precision), as decimal text. */
@@ -48,16 +48,17 @@ export async function listVisits(
   linkUniq: number,
   query: VisitsRequest,
 ): Promise<{ visits: VisitBody[]; nextCursor: string | null }> {
-  const from = parseInstant(query.from, '/from')
-  const to = parseInstant(query.to, '/to')
-  if (from && to && from.getTime() >= to.getTime()) throw fieldError('/from', 'must be before to')
+  // Validated, then sent with every digit: visits are stored to the microsecond.
+  const from = parseInstant(query.from, '/from') && exactInstant(query.from!)
+  const to = parseInstant(query.to, '/to') && exactInstant(query.to!)
+  if (from && to && from >= to) throw fieldError('/from', 'must be before to')
   const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
   const limit = query.limit ?? VISITS_LIMIT.default
 
   const params: unknown[] = [linkUniq]
   const conditions = ['"linkUniq" = $1::int']
-  if (from) conditions.push(`"at" >= $${params.push(from.toISOString())}::timestamptz`)
-  if (to) conditions.push(`"at" < $${params.push(to.toISOString())}::timestamptz`)
+  if (from) conditions.push(`"at" >= $${params.push(from)}::timestamptz`)
+  if (to) conditions.push(`"at" < $${params.push(to)}::timestamptz`)
   if (position) {
     const at = `'epoch'::timestamptz + $${params.push(position.t)}::int8 * interval '1 microsecond'`
     conditions.push(`("at", "seq") < (${at}, $${params.push(position.s)}::int8)`)

@@ -127,6 +127,40 @@ t.test('range edges: a visit at from counts, one at to does not; from rounds dow
   t.same(offset.totals, { clicks: 1, visitors: 0, bots: 0 }, 'an offset in from and to is honoured (11:00 UTC)')
 })
 
+t.test('range edges past the millisecond: digits a JavaScript Date would drop still count', async (t) => {
+  const to = (await api.get(`/v1/links/${l1.uniq}/stats?${query({ from: '2026-03-10T10:00:00Z', to: '2026-03-10T11:00:00.0001Z' })}`)).json()
+  t.equal(to.to, '2026-03-10T12:00:00+00:00', 'a to just past 11:00 rounds up to 12:00')
+  t.same(to.totals, { clicks: 3, visitors: 2, bots: 0 }, 'so the 11:00 visit counts')
+  const close = await api.get(`/v1/links/${l1.uniq}/stats?${query({ from: '2026-03-10T11:00:00.0001Z', to: '2026-03-10T11:00:00.0002Z' })}`)
+  t.equal(close.statusCode, 200, 'a from before to by a tenth of a millisecond is before it')
+  t.equal(close.json().totals.clicks, 1)
+
+  // A visit stored to the microsecond (as the database keeps them), listed by /visits around it.
+  const link: Link = await api.link({ url: 'https://example.com/micro', id: 'micro' })
+  await database.query(
+    `INSERT INTO "analytics"."Visit" ("at", "linkUniq", "workspaceId", "domain", "device", "destination", "reason", "answer", "bot", "visitor", "firstOfDay", "firstOfWorkspaceDay")
+     VALUES ('2026-03-10T00:10:28.907796Z', $1, $2, $3, 'desktop', 'https://example.com/micro', 'default', 'redirect', false, 1, true, false)`,
+    [link.uniq, workspaceId, domain],
+  )
+  const listed = async (range: Record<string, string>) => (await api.get(`/v1/links/${link.uniq}/visits?${query(range)}`)).json().visits.length
+  t.equal(await listed({ from: '2026-03-10T00:10:28.9079Z' }), 0, 'not at or after a from 0.1 µs later')
+  t.equal(await listed({ from: '2026-03-10T00:10:28.907796Z' }), 1, 'at from: listed')
+  t.equal(await listed({ to: '2026-03-10T00:10:28.9079Z' }), 1, 'before a to 0.1 µs later: listed')
+  t.equal(await listed({ to: '2026-03-10T00:10:28.907796Z' }), 0, 'at to: not listed')
+  const reversed = await api.get(`/v1/links/${link.uniq}/visits?${query({ from: '2026-03-10T00:10:28.9072Z', to: '2026-03-10T00:10:28.9071Z' })}`)
+  t.equal(reversed.statusCode, 400, 'a from after to by a tenth of a millisecond is a 400')
+})
+
+t.test('a zone whose offset had seconds (Africa/Monrovia before 1972): RFC 3339 offsets, exact instants', async (t) => {
+  const stats = (await api.get(`/v1/links/${l1.uniq}/stats?${query({ from: '1970-01-01T00:00:00Z', to: '1970-01-03T00:00:00Z', timezone: 'Africa/Monrovia' })}`)).json()
+  const rfc3339 = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d$/
+  for (const text of [stats.from, stats.to, ...stats.series.map((bucket: Json) => bucket.start)]) t.match(text, rfc3339, text)
+  t.equal(new Date(stats.from).toISOString(), '1970-01-01T00:00:00.000Z', 'from names the instant asked for')
+  t.equal(new Date(stats.to).toISOString(), '1970-01-03T00:00:00.000Z')
+  // Local midnight at -00:44:30 is 00:44:30 UTC.
+  t.equal(new Date(stats.series[1].start).toISOString(), '1970-01-01T00:44:30.000Z', 'a day starts at local midnight')
+})
+
 t.test('default range: the 30 days up to now', async (t) => {
   const link: Link = await api.link({ url: 'https://example.com/now', id: 'recent' })
   const now = Date.now()
