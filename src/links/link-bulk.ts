@@ -27,7 +27,7 @@ import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
 import type { BulkReservation } from '../plugins/rate-limits.js'
 import { resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
-import { insertPlainLinks, isPlainLink, type StoredLink } from './link-repository.js'
+import { insertPlainLinks, isPlainLink, slugsInUse, type StoredLink } from './link-repository.js'
 import { folderGone, insertWithSlug, type LinkServiceContext } from './link-service.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
@@ -102,13 +102,17 @@ export async function createLinks(
     }),
   )
   // A slug the batch asks for twice (in any case) goes to its first link in the batch's order; the later ones are
-  // answered slug_taken now, as a later single create would be, and take no slot of the quota.
+  // answered slug_taken now, as a later single create would be, and take no slot of the quota. So are slugs already
+  // taken (one statement for the batch): their slots would be held through the autofill of the others, refusing
+  // other creates meanwhile; the insert still decides for slugs taken after this look.
+  const asked = checked.flatMap((item) => (item?.link.id === undefined ? [] : [{ domain: item.domain, slugKey: slugKey(item.link.id) }]))
+  const taken = await slugsInUse(context.database, asked)
   const claimed = new Set<string>()
   const valid = checked.filter((item): item is Prepared => {
     if (item === undefined) return false
     if (item.link.id === undefined) return true
     const key = `${item.domain}/${slugKey(item.link.id)}`
-    if (claimed.has(key)) {
+    if (claimed.has(key) || taken.has(key)) {
       fail(item.index, slugTaken(item.domain, item.link.id))
       return false
     }

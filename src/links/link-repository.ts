@@ -80,6 +80,17 @@ export async function slugInUse(database: Database, domain: string, slug: string
   return rows.length > 0
 }
 
+/** Which of these slugs (domain and slugKey) are taken, as `domain/slugKey`: one statement for a batch. */
+export async function slugsInUse(database: Database, slugs: { domain: string; slugKey: string }[]): Promise<Set<string>> {
+  if (slugs.length === 0) return new Set()
+  const rows = await database.sql<{ key: string }>(
+    `SELECT l."domain" || '/' || l."slugKey" AS "key"
+     FROM unnest($1::text[], $2::text[]) AS s("domain", "slugKey") JOIN "Link" l ON l."domain" = s."domain" AND l."slugKey" = s."slugKey"`,
+    [slugs.map((slug) => slug.domain), slugs.map((slug) => slug.slugKey)],
+  )
+  return new Set(rows.map((row) => row.key))
+}
+
 const JSON_COLUMNS = new Set(['geolocations', 'linkRotator', 'linkScripts'])
 const TIMESTAMP_COLUMNS = new Set(['expiresAt', 'createdAt', 'updatedAt'])
 

@@ -140,14 +140,14 @@ t.test(`each created link counts against the create quota; what does not fit is 
   }, target)
   t.equal(response.statusCode, 200)
   const statuses = json(response).results.map((result: { status: number }) => result.status)
-  // 3 slots left for the 5 valid links: 0, 1 and 3 get them (in order), 4 and 5 are refused before anything is
-  // stored; 1 then fails (409) and its slot is given back.
-  t.same(statuses, [201, 409, 400, 201, 429, 429])
-  t.match(json(response).results[4].problem, { code: 'rate_limited', status: 429 })
-  t.equal(await prisma.link.count({ where: { workspace: { name: `bulk3${store}` } } }), 3)
-  t.match(response.headers['x-ratelimit-remaining'], '1', 'the slot of the 409 given back')
-  const last = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/7' }, { url: 'https://example.com/8' }] }, target)
-  t.same(json(last).results.map((result: { status: number }) => result.status), [201, 429])
+  // 1's slug is taken (409, no slot) and 2 is invalid: 3 slots left for the 4 others, which 0, 3 and 4 get (in
+  // order); 5 is refused.
+  t.same(statuses, [201, 409, 400, 201, 201, 429])
+  t.match(json(response).results[5].problem, { code: 'rate_limited', status: 429 })
+  t.equal(await prisma.link.count({ where: { workspace: { name: `bulk3${store}` } } }), 4)
+  t.match(response.headers['x-ratelimit-remaining'], '0')
+  const last = await bulk(token, { autofill: false, links: [{ url: 'https://example.com/7' }, { url: 'https://example.com/1', id: 'TAKEN' }] }, target)
+  t.same(json(last).results.map((result: { status: number }) => result.status), [429, 409], 'a full quota does not hide a slug taken')
   t.equal(await prisma.link.count({ where: { workspace: { name: `bulk3${store}` } } }), 4, 'never more than the quota')
 })
 }
