@@ -49,7 +49,14 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
   const visitorRoute = { logLevel: 'warn', schema: { hide: true }, config: VISITOR_PRESSURE } as const
 
   const shortHost = (request: FastifyRequest) => redirects.domains.hostOf(request.hostname)
-  const notARoute = (reply: FastifyReply) => sendProblem(reply, notFound('route'))
+  /**
+   * The API's 404 on a host that is not a short domain: the request is an API request after all, and is logged as
+   * one (this scope's logger is the visitors' quiet one).
+   */
+  const notARoute = (reply: FastifyReply) => {
+    reply.log = reply.request.log = app.log.child({ reqId: reply.request.id })
+    return sendProblem(reply, notFound('route'))
+  }
 
   /** Sends the answer of a known (or unknown) link and, once sent, hands a visit that reached its destination on. */
   function answerVisit(

@@ -21,11 +21,22 @@ t.test('at info: one line per request, once answered', async (t) => {
   const uniq = json(created).uniq
   const ok = await app.inject({ method: 'GET', url: `/v1/links/${uniq}`, headers: { 'x-request-id': 'read-1', 'api-authorization': token } })
   const missing = await app.inject({ method: 'GET', url: '/v1/links/999999', headers: { 'x-request-id': 'missing-1', 'api-authorization': token } })
+  // Paths of no route fall to the visitor routes, which on the API's host answer the API's 404.
+  const noRoute = await app.inject({ method: 'GET', url: '/v1/linkz', headers: { 'x-request-id': 'no-route-1', 'api-authorization': token } })
+  const noRouteDeep = await app.inject({ method: 'GET', url: '/v1/links/1/nothing', headers: { 'x-request-id': 'no-route-2', 'api-authorization': token } })
   t.equal(ok.statusCode, 200)
   t.equal(missing.statusCode, 404)
+  t.equal(noRoute.statusCode, 404)
+  t.equal(noRouteDeep.statusCode, 404)
 
   // An error answer has a line of its own before it, naming the problem.
-  const expected = [['read-1', `/v1/links/${uniq}`, 200, ['request completed']], ['missing-1', '/v1/links/999999', 404, ['No such link', 'request completed']]] as const
+  const expected = [
+    ['read-1', `/v1/links/${uniq}`, 200, ['request completed']],
+    ['missing-1', '/v1/links/999999', 404, ['No such link', 'request completed']],
+    // As a path no route matches is logged anywhere else.
+    ['no-route-1', '/v1/linkz', 404, ['request completed']],
+    ['no-route-2', '/v1/links/1/nothing', 404, ['request completed']],
+  ] as const
   for (const [reqId, url, status, messages] of expected) {
     const mine = lines.filter((line) => line.reqId === reqId)
     t.same(mine.map((line) => line.msg), messages, `${reqId}: the lines`)
