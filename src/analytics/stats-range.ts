@@ -44,24 +44,29 @@ const pastMillisecond = (value: string) => /[.,]\d{3}(\d+)/.exec(value)?.[1].rep
  * An instant given by the client; the format check lets through what a Date cannot hold (23:59:60). A Date holds
  * milliseconds: an instant between two is rounded up to the next, which is exact against stored times of
  * milliseconds (links, the visits the service records) for an inclusive lower bound and an exclusive upper one.
- * exactInstant keeps every digit, for comparisons and SQL.
+ * (Not past the latest bound, which the database's range ends at.) exactInstant keeps the microseconds.
  */
 export function parseInstant(value: string | undefined, path: string, bounds: InstantBounds = STATS_INSTANTS): Date | undefined {
   if (value === undefined) return undefined
   const instant = new Date(value)
   if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
   if (instant.getTime() < bounds.earliest || instant.getTime() > bounds.latest) throw fieldError(path, `must be ${bounds.text}`)
-  return pastMillisecond(value) ? new Date(instant.getTime() + 1) : instant
+  return pastMillisecond(value) ? new Date(Math.min(instant.getTime() + 1, bounds.latest)) : instant
 }
 
 /**
- * A valid instant (parseInstant) in UTC with every digit given, its fraction padded to nine: two compare as text,
- * and PostgreSQL reads it (to the microsecond).
+ * A valid instant (parseInstant) in UTC to the microsecond, as PostgreSQL stores visits: digits past it round up,
+ * by the rule of parseInstant (PostgreSQL would round them to the nearest). Fixed width: two compare as text.
  */
 export function exactInstant(value: string): string {
   const extra = pastMillisecond(value)
-  const millisecond = new Date(value).toISOString().slice(0, 23)
-  return `${millisecond}${extra.slice(0, 6).padEnd(6, '0')}Z`
+  let millisecond = new Date(value).getTime()
+  let micros = Number(extra.slice(0, 3).padEnd(3, '0')) + (/[1-9]/.test(extra.slice(3)) ? 1 : 0)
+  if (micros === 1000) {
+    millisecond++
+    micros = 0
+  }
+  return `${new Date(millisecond).toISOString().slice(0, 23)}${String(micros).padStart(3, '0')}Z`
 }
 
 /**

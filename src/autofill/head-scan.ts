@@ -2,8 +2,10 @@
  * A page's head read with a real HTML tokenizer (htmlparser2's streaming parser), never by searching the text:
  * a `</head>` or `charset=` inside a comment, a script or an attribute value is not markup.
  *
- * - HeadEnd finds where the head ends while the bytes arrive: at `</head>`, or where the body begins without it
- *   (`<body>`, or any element the HTML standard does not let a head hold: minified pages leave `</head>` out).
+ * - HeadEnd finds where the head ends while the bytes arrive: at `</head>`, or at `<body>` when a minified page
+ *   leaves `</head>` out. Not at the first element a head cannot hold, as a browser would: heads hold
+ *   `<noscript><img>` (the Meta pixel's snippet), `<noscript><iframe>` (Google Tag Manager's) and more before their
+ *   open-graph tags, and those tags are what the page means to publish.
  * - headTags keeps only the tags autofill reads (the first <title>, the meta tags of open graph, twitter and the
  *   description, the icon links), as a small document: open-graph-scraper then parses that instead of up to
  *   AUTOFILL_MAX_BYTES of head, which held the event loop for seconds with a head of thousands of other tags.
@@ -15,11 +17,6 @@
 import { Parser } from 'htmlparser2'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 
-/** The elements a head may hold (the standard's "in head" insertion mode); any other start tag begins the body. */
-const HEAD_ELEMENTS = new Set([
-  'html', 'head', 'base', 'basefont', 'bgsound', 'link', 'meta', 'title', 'noscript', 'noframes', 'style', 'script', 'template',
-])
-
 /** Finds where the head ends in text written to it a piece at a time. */
 export class HeadEnd {
   /** Where the head ends, as an offset into everything written; -1 until known. */
@@ -30,7 +27,7 @@ export class HeadEnd {
     this.parser = new Parser(
       {
         onopentagname: (name) => {
-          if (this.end < 0 && !HEAD_ELEMENTS.has(name)) this.end = this.parser.startIndex
+          if (this.end < 0 && name === 'body') this.end = this.parser.startIndex
         },
         onclosetag: (name, isImplied) => {
           if (this.end < 0 && name === 'head') this.end = isImplied ? this.parser.startIndex : this.parser.endIndex + 1
@@ -54,6 +51,9 @@ const MAX_ICON_LINKS = 20
 const SLICE = 64 * 1024
 
 const isReadMeta = (key: string) => key.startsWith('og:') || key.startsWith('twitter:') || key === 'description'
+/** What names a meta, as open-graph-scraper reads them (an empty `property` does not hide a `name`). */
+const metaKey = (attributes: Record<string, string>) =>
+  (attributes.property?.trim() || attributes.name?.trim() || attributes.itemprop?.trim() || '').toLowerCase()
 
 const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
 const escapeText = (value: string) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;')
@@ -68,14 +68,17 @@ export async function headTags(html: string): Promise<string> {
   let metas = 0
   let icons = 0
   let ended = false
+  // A <title> inside an inline <svg> (a sprite) names the drawing, not the page.
+  let svgDepth = 0
   const parser = new Parser({
     onopentag: (name, attributes) => {
       if (ended) return
-      if (!HEAD_ELEMENTS.has(name)) ended = true
-      else if (name === 'title' && title === undefined) titleText = []
-      else if (name === 'meta' && metas < MAX_META_TAGS && isReadMeta((attributes.property ?? attributes.name ?? '').trim().toLowerCase())) {
+      if (name === 'body') ended = true
+      else if (name === 'svg') svgDepth++
+      else if (name === 'title' && title === undefined && svgDepth === 0) titleText = []
+      else if (name === 'meta' && metas < MAX_META_TAGS && isReadMeta(metaKey(attributes))) {
         metas++
-        kept.push(tag('meta', attributes, ['property', 'name', 'content']))
+        kept.push(tag('meta', attributes, ['property', 'name', 'itemprop', 'content', 'value']))
       } else if (name === 'link' && icons < MAX_ICON_LINKS && /\bicon\b/i.test(attributes.rel ?? '')) {
         icons++
         kept.push(tag('link', attributes, ['rel', 'href', 'sizes', 'type']))
@@ -84,6 +87,7 @@ export async function headTags(html: string): Promise<string> {
     ontext: (text) => titleText?.push(text),
     onclosetag: (name) => {
       if (name === 'head') ended = true
+      if (name === 'svg' && svgDepth > 0) svgDepth--
       if (name === 'title' && titleText) {
         title = titleText.join('')
         titleText = null

@@ -143,10 +143,13 @@ t.test('range edges past the millisecond: digits a JavaScript Date would drop st
     [link.uniq, workspaceId, domain],
   )
   const listed = async (range: Record<string, string>) => (await api.get(`/v1/links/${link.uniq}/visits?${query(range)}`)).json().visits.length
-  t.equal(await listed({ from: '2026-03-10T00:10:28.9079Z' }), 0, 'not at or after a from 0.1 µs later')
+  t.equal(await listed({ from: '2026-03-10T00:10:28.9079Z' }), 0, 'not at or after a from 104 µs later')
   t.equal(await listed({ from: '2026-03-10T00:10:28.907796Z' }), 1, 'at from: listed')
-  t.equal(await listed({ to: '2026-03-10T00:10:28.9079Z' }), 1, 'before a to 0.1 µs later: listed')
+  t.equal(await listed({ from: '2026-03-10T00:10:28.9077964Z' }), 0, 'not at or after a from 0.4 µs later (not rounded to the nearest µs)')
+  t.equal(await listed({ to: '2026-03-10T00:10:28.9079Z' }), 1, 'before a to 104 µs later: listed')
+  t.equal(await listed({ to: '2026-03-10T00:10:28.9077964Z' }), 1, 'before a to 0.4 µs later: listed')
   t.equal(await listed({ to: '2026-03-10T00:10:28.907796Z' }), 0, 'at to: not listed')
+  t.equal(await listed({ to: '2026-03-10T00:10:28.9999999Z', from: '2026-03-10T00:10:28.9079Z' }), 0, 'a carry into the next millisecond')
   const reversed = await api.get(`/v1/links/${link.uniq}/visits?${query({ from: '2026-03-10T00:10:28.9072Z', to: '2026-03-10T00:10:28.9071Z' })}`)
   t.equal(reversed.statusCode, 400, 'a from after to by a tenth of a millisecond is a 400')
 })

@@ -16,7 +16,8 @@ t.test('where the head ends', async (t) => {
   t.equal(endOf(page), page.indexOf('<body>'), 'just after </head>')
   t.equal(endOf('<html><head><title>T</ti', 'tle></he', 'ad><body>'), '<html><head><title>T</title></head>'.length, 'a close tag split across pieces')
   t.equal(endOf('<head><meta charset="utf-8"><body><p>'), '<head><meta charset="utf-8">'.length, 'at <body> when </head> is left out')
-  t.equal(endOf('<head><title>T</title><div>'), '<head><title>T</title>'.length, 'at the first element a head cannot hold')
+  // Heads hold what browsers would take for the body's start: the Meta pixel's and Google Tag Manager's snippets.
+  t.equal(endOf('<head><noscript><img src="/px"></noscript><noscript><iframe src="/gtm"></iframe></noscript><div hidden></div><meta>'), -1, 'not at <noscript><img>, <iframe> or a <div>')
   t.equal(endOf('<head><!-- </head> --><script>"</head><body>"</script><style>p{}</style><noscript></noscript>'), -1, 'not in a comment, a script or a style')
   t.equal(endOf('<head><title>T</title><meta name="a" content="</head>">'), -1, 'not in an attribute value')
 })
@@ -24,7 +25,7 @@ t.test('where the head ends', async (t) => {
 t.test('the tags kept: the first title, open graph, twitter and description metas, icon links; nothing after the head', async (t) => {
   const noise = '<meta name="keywords" content="k"><link rel="stylesheet" href="/s.css"><script>var x = 1</script>'.repeat(10_000)
   const doc = await headTags(
-    `<html><head>${noise}<title>A &amp; B</title><title>Second</title><meta property="og:title" content="O &quot;T&quot;">` +
+    `<html><head>${noise}<svg><title>Icon</title></svg><noscript><img src="/px"></noscript><title>A &amp; B</title><title>Second</title><meta property="og:title" content="O &quot;T&quot;">` +
       `<meta name="twitter:image" content="/i.png"><meta name="description" content="D <b>">${noise}` +
       '<link rel="shortcut icon" href="/f.ico"></head><body><meta property="og:description" content="from the body"></body></html>',
   )
@@ -33,6 +34,17 @@ t.test('the tags kept: the first title, open graph, twitter and description meta
     '<!doctype html><html><head><title>A &amp; B</title><meta property="og:title" content="O &quot;T&quot;">' +
       '<meta name="twitter:image" content="/i.png"><meta name="description" content="D &lt;b>">' +
       '<link rel="shortcut icon" href="/f.ico"></head><body></body></html>',
+  )
+})
+
+t.test('metas named as open-graph-scraper reads them: an empty property, itemprop, a value attribute', async (t) => {
+  const doc = await headTags(
+    '<head><meta property="" name="twitter:title" content="T"><meta itemprop="description" content="D"><meta property="og:title" value="V">',
+  )
+  t.equal(
+    doc,
+    '<!doctype html><html><head><meta property="" name="twitter:title" content="T"><meta itemprop="description" content="D">' +
+      '<meta property="og:title" value="V"></head><body></body></html>',
   )
 })
 

@@ -418,6 +418,15 @@ t.test('"</head>" and "charset=" that are not markup: in a comment, a script, an
   })
 })
 
+t.test('tracking snippets before the open-graph tags (<noscript><img>, <noscript><iframe>) do not end the head', async (t) => {
+  serve('/snippets', '<noscript><img height="1" width="1" src="https://www.facebook.com/tr?id=1"></noscript>' +
+    '<noscript><iframe src="https://www.googletagmanager.com/ns.html?id=GTM-X"></iframe></noscript>' +
+    `${title('Shop')}${og('title', 'OG Title')}${og('description', 'OG Description')}${og('image', '/og.png')}<link rel="icon" href="/fav.png">`)
+  await expectLink(t, await create('/snippets'), 'filled', {
+    title: 'OG Title', description: 'OG Description', image: `${origin}/og.png`, favicon: `${origin}/fav.png`,
+  })
+})
+
 t.test('a head of a thousand tags autofill does not read, around the ones it does', async (t) => {
   const noise = '<meta name="keywords" content="one, two, three">'.repeat(400)
   serve('/many-tags', `${noise}${og('title', 'Among many')}${noise}${og('description', 'Found')}${noise}`)

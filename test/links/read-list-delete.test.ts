@@ -277,6 +277,10 @@ t.test('GET /v1/links filters by creation time: createdAfter inclusive, createdB
   }
   t.match((await api.get(`/v1/links?${outOfRange[0]}`)).json().errors[0].message, /between the years 0001 and 9999/)
   t.same(ids(await api.get('/v1/links?createdAfter=0001-01-01T00:00:00Z&createdBefore=9999-12-31T23:59:59.999Z')), ['m3', 'm2', 'm1'], 'the widest range')
+  // Digits past the millisecond (stored times have milliseconds): both bounds round up to the next one.
+  t.same(ids(await api.get('/v1/links?createdAfter=2026-02-01T00:00:00.0001Z')), ['m3'], 'after 00:00:00.000, the link made then is not')
+  t.same(ids(await api.get('/v1/links?createdBefore=2026-02-01T00:00:00.0001Z')), ['m2', 'm1'], 'before 00:00:00.0001, the link made at .000 is')
+  t.same(ids(await api.get('/v1/links?createdBefore=9999-12-31T23:59:59.9995Z')), ['m3', 'm2', 'm1'], 'the last instant of the range, not past it (a 500 once)')
 })
 
 t.test('GET /v1/links combines every filter, and pages within them', async (t) => {
