@@ -65,6 +65,20 @@ export const formatMessages: Record<string, string> = {
 }
 
 /** The largest id of a row (an `integer` column of PostgreSQL: links' uniq, folders, scripts). */
+/**
+ * The instant an RFC 3339 date-time names (the schemas' `date-time` format, checked before). A leap second
+ * (23:59:60), which the format allows and a JavaScript Date cannot read, is the instant it ends on: the next
+ * minute's first, as POSIX time counts it.
+ */
+export function instantOf(dateTime: string): Date {
+  const leap = /^(\d{4}-\d\d-\d\d[Tt]\d\d:\d\d:)60(?=[.,Zz+-])/.exec(dateTime)
+  if (!leap) return new Date(dateTime)
+  const { length } = leap[0]
+  const fraction = /^[.,]\d+/.exec(dateTime.slice(length))?.[0].length ?? 0
+  // The fraction of the leap second is dropped with it: the instant is the end of the second, whatever part of it.
+  return new Date(new Date(`${leap[1]}59${dateTime.slice(length + fraction)}`).getTime() + 1000)
+}
+
 export const MAX_ROW_ID = 2_147_483_647
 
 /** Whether `value` can be a row's id: beyond the column's range asking the database is an error, not a miss. */

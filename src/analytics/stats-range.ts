@@ -3,6 +3,7 @@
  * time zone the buckets follow, and the interval. Everything the client can get wrong is a 400 naming the field.
  */
 import { MAX_POINTS, MAX_RANGE_DAYS, type Interval } from '../../schemas/stats.js'
+import { instantOf } from '../../schemas/formats.js'
 import { fieldError } from '../errors/app-error.js'
 
 const HOUR = 3_600_000
@@ -48,7 +49,7 @@ const pastMillisecond = (value: string) => /[.,]\d{3}(\d+)/.exec(value)?.[1].rep
  */
 export function parseInstant(value: string | undefined, path: string, bounds: InstantBounds = STATS_INSTANTS): Date | undefined {
   if (value === undefined) return undefined
-  const instant = new Date(value)
+  const instant = instantOf(value)
   if (Number.isNaN(instant.getTime())) throw fieldError(path, 'must be an ISO 8601 date-time')
   if (instant.getTime() < bounds.earliest || instant.getTime() > bounds.latest) throw fieldError(path, `must be ${bounds.text}`)
   return pastMillisecond(value) ? new Date(Math.min(instant.getTime() + 1, bounds.latest)) : instant
@@ -60,7 +61,7 @@ export function parseInstant(value: string | undefined, path: string, bounds: In
  */
 export function exactInstant(value: string): string {
   const extra = pastMillisecond(value)
-  let millisecond = new Date(value).getTime()
+  let millisecond = instantOf(value).getTime()
   let micros = Number(extra.slice(0, 3).padEnd(3, '0')) + (/[1-9]/.test(extra.slice(3)) ? 1 : 0)
   if (micros === 1000) {
     millisecond++

@@ -3,7 +3,7 @@
  * references to the workspace's folders, pixels and scripts checked, and destinations that would loop.
  * Every problem is collected with its JSON pointer, so one 400 names all of them.
  */
-import { codePointLength, isRowId } from '../../schemas/formats.js'
+import { codePointLength, instantOf, isRowId } from '../../schemas/formats.js'
 import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '../../schemas/link.js'
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
@@ -126,7 +126,7 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
     const expiration = input.linkExpiration
     if (!expiration) out.expiration = null
     else {
-      const end = new Date(expiration.end)
+      const end = instantOf(expiration.end)
       // The format allows the years 0000 to 9999 in any offset; PostgreSQL has no year 0, and a year past 9999
       // in UTC has no ISO 8601 form of four digits: both would fail in the database.
       const year = end.getUTCFullYear()

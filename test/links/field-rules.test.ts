@@ -170,6 +170,13 @@ t.test('accepted: tolerant and normalised inputs', async (t) => {
   t.same(record.passwordProtect, { enable: false })
 })
 
+t.test('accepted: a leap second (23:59:60, which RFC 3339 allows) is the first instant of the next minute', async (t) => {
+  const link = { url: 'https://example.com/leap', linkExpiration: { enable: true, end: '2030-06-30T18:59:60.5-05:00', url: 'https://example.com/gone', timezone: -5 } }
+  const response = await api.create(link)
+  t.equal(response.statusCode, 201, response.body)
+  t.equal(response.json().linkExpiration.end, '2030-07-01T00:00:00.000Z')
+})
+
 t.test('accepted: a pixel object without id reuses the workspace pixel with the same platform and value', async (t) => {
   const first = await api.create({ ...base, pixels: [{ platform: 'bing', value: 'B-1' }] })
   const second = await api.create({ ...base, pixels: [{ platform: 'bing', value: 'B-1' }] })

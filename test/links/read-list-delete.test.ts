@@ -270,13 +270,15 @@ t.test('GET /v1/links filters by creation time: createdAfter inclusive, createdB
     `createdBefore=${encodeURIComponent('0001-01-01T00:30:00+01:00')}`,
     'createdAfter=9999-12-31T23:00:00-02:00',
   ]
-  for (const query of ['createdAfter=yesterday', 'createdBefore=2026-01-01', 'createdAfter=2026-12-31T23:59:60Z', ...outOfRange]) {
+  for (const query of ['createdAfter=yesterday', 'createdBefore=2026-01-01', 'createdAfter=2026-12-31T23:59:61Z', ...outOfRange]) {
     const response = await api.get(`/v1/links?${query}`)
     t.equal(response.statusCode, 400, query)
     t.same(response.json().errors.map((e: Json) => e.path), [`/${query.split('=')[0]}`])
   }
   t.match((await api.get(`/v1/links?${outOfRange[0]}`)).json().errors[0].message, /between the years 0001 and 9999/)
   t.same(ids(await api.get('/v1/links?createdAfter=0001-01-01T00:00:00Z&createdBefore=9999-12-31T23:59:59.999Z')), ['m3', 'm2', 'm1'], 'the widest range')
+  // A leap second is the first instant of the next minute (RFC 3339 allows 23:59:60; a JavaScript Date does not).
+  t.same(ids(await api.get('/v1/links?createdAfter=2026-01-31T23:59:60Z')), ['m3', 'm2'], 'after 23:59:60 on 01-31: inclusive of 02-01 00:00')
   // Digits past the millisecond (stored times have milliseconds): both bounds round up to the next one.
   t.same(ids(await api.get('/v1/links?createdAfter=2026-02-01T00:00:00.0001Z')), ['m3'], 'after 00:00:00.000, the link made then is not')
   t.same(ids(await api.get('/v1/links?createdBefore=2026-02-01T00:00:00.0001Z')), ['m2', 'm1'], 'before 00:00:00.0001, the link made at .000 is')
