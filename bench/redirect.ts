@@ -150,7 +150,7 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     recordingRatios: runs.service.map((run, i) => run.rps / runs.unrecorded[i].rps),
     // The time to write what the run left buffered and to roll its visits up, charged to the run, as if nothing
     // else could run meanwhile (PostgreSQL uses one of the two cores for it): a bound from below on the throughput
-    // with recording paid for in full. (A short run leaves a larger share of its writes for after it.)
+    // with recording paid for in full.
     chargedRatios: runs.service.map((run, i) => (run.rps * DURATION) / (DURATION + (rollups[i].flushMs + rollups[i].rollupMs) / 1000) / runs.unrecorded[i].rps),
     rollups,
     ratios: runs.service.map((run, i) => run.rps / runs.bare[i].rps),
