@@ -64,7 +64,6 @@ export const formatMessages: Record<string, string> = {
   'date-time': 'must be an ISO 8601 date-time',
 }
 
-/** The largest id of a row (an `integer` column of PostgreSQL: links' uniq, folders, scripts). */
 /**
  * The instant an RFC 3339 date-time names (the schemas' `date-time` format, checked before). A leap second
  * (23:59:60), which the format allows and a JavaScript Date cannot read, is the instant it ends on: the next
@@ -79,6 +78,7 @@ export function instantOf(dateTime: string): Date {
   return new Date(new Date(`${leap[1]}59${dateTime.slice(length + fraction)}`).getTime() + 1000)
 }
 
+/** The largest id of a row (an `integer` column of PostgreSQL: links' uniq, folders, scripts). */
 export const MAX_ROW_ID = 2_147_483_647
 
 /** Whether `value` can be a row's id: beyond the column's range asking the database is an error, not a miss. */
