@@ -136,20 +136,19 @@ export const SETTLE_LOST_INSERT_MS = 5000
 const SETTLE_RETRY_MS = 100
 
 /** A link without pixels and scripts: one INSERT … RETURNING, no transaction and nothing read again. */
-async function insertPlainLink(
-  database: Database,
-  link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
-): Promise<StoredLink> {
+async function insertPlainLink(database: Database, link: NewLink): Promise<StoredLink> {
   const data = newLinkColumns(link, new Date())
   const params: unknown[] = []
   const values = sqlValues(data, params)
+  const insertLink = `INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
+       RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`
+  // With an Idempotency-Key, the key's row goes in the same statement: both are stored, or neither.
+  const sql = link.idempotency
+    ? `WITH inserted AS (${insertLink}), keyed AS (${idempotentCreateSql(params, link.workspaceId, link.idempotency, 'inserted')})
+       SELECT * FROM inserted`
+    : insertLink
   const insert = async () => {
-    const [row] = await database.write<LinkRow>(
-      `INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
-       RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
-      params,
-      'prepared',
-    )
+    const [row] = await database.write<LinkRow>(sql, params, 'prepared')
     return toStoredLink(row)
   }
   try {
@@ -380,15 +379,59 @@ async function lockScripts(tx: Transaction, workspaceId: number, scriptIds: numb
  * Stores a new link. Throws P2002 when the slug is taken, P2003 (Link_folderId_fkey) when its folder was
  * deleted since it was checked.
  */
-export async function insertLink(
+/** A create's Idempotency-Key, stored with the link it makes (IdempotentCreate). */
+export interface IdempotentCreateKey {
+  key: string
+  fingerprint: string
+  /** The X-Autofill of the answer. */
+  autofill: string
+  /** When the key was claimed, on the service's clock (the key store's). */
+  at: Date
+}
+
+type NewLink = { workspaceId: number; domain: string; slug: string; settings: LinkSettings; idempotency?: IdempotentCreateKey }
+
+/**
+ * The INSERT of a create's key row for the link `from` (a statement's alias) returns; a row of the same key older
+ * than the key's 24 hours (the only one a create can meet: a live key is answered, not run) is replaced.
+ */
+function idempotentCreateSql(params: unknown[], workspaceId: number, idempotency: IdempotentCreateKey, from: string): string {
+  const at = (value: unknown) => `$${params.push(value)}`
+  // createdAt in UTC, as Prisma's TIMESTAMP(3) columns hold it.
+  return `INSERT INTO "IdempotentCreate" ("workspaceId", "key", "fingerprint", "linkUniq", "autofill", "createdAt")
+       SELECT ${at(workspaceId)}::int, ${at(idempotency.key)}::text, ${at(idempotency.fingerprint)}::text, "uniq", ${at(idempotency.autofill)}::text,
+         ${at(idempotency.at.toISOString())}::timestamptz AT TIME ZONE 'UTC' FROM ${from}
+       ON CONFLICT ("workspaceId", "key") DO UPDATE SET "fingerprint" = EXCLUDED."fingerprint", "linkUniq" = EXCLUDED."linkUniq",
+         "autofill" = EXCLUDED."autofill", "createdAt" = EXCLUDED."createdAt"`
+}
+
+/** Forgets the keys of creates past their 24 hours (findIdempotentCreate ignores them already). */
+export async function sweepIdempotentCreates(database: Database): Promise<void> {
+  await database.write(`DELETE FROM "IdempotentCreate" WHERE "createdAt" < (now() AT TIME ZONE 'UTC') - interval '24 hours'`)
+}
+
+/** The link a create with this key made since `since` (the key's 24 hours), if it is still there. */
+export async function findIdempotentCreate(
   database: Database,
-  link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings },
-): Promise<StoredLink> {
+  workspaceId: number,
+  key: string,
+  since: Date,
+): Promise<{ fingerprint: string; link: StoredLink; autofill: string } | null> {
+  const [row] = await database.sql<LinkRow & { idempotencyFingerprint: string; idempotencyAutofill: string }>(
+    `SELECT ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}, k."fingerprint" AS "idempotencyFingerprint", k."autofill" AS "idempotencyAutofill"
+     FROM "IdempotentCreate" k JOIN "Link" l ON l."uniq" = k."linkUniq"
+     WHERE k."workspaceId" = $1 AND k."key" = $2 AND k."createdAt" > $3::timestamptz AT TIME ZONE 'UTC'`,
+    [workspaceId, key, since.toISOString()],
+  )
+  return row ? { fingerprint: row.idempotencyFingerprint, autofill: row.idempotencyAutofill, link: toStoredLink(row) } : null
+}
+
+export async function insertLink(database: Database, link: NewLink): Promise<StoredLink> {
   if (isPlainLink(link.settings)) return insertPlainLink(database, link)
   return inTransaction(database.prisma, async (tx) => {
     const pixelIds = await resolvePixels(tx, link.workspaceId, link.settings.pixels)
     await lockScripts(tx, link.workspaceId, link.settings.linkScripts)
-    return tx.link.create({
+    const stored = await tx.link.create({
       data: {
         ...(columns(link.settings) as Prisma.LinkUncheckedCreateInput),
         url: link.settings.url,
@@ -400,6 +443,12 @@ export async function insertLink(
       },
       include: withPixels,
     })
+    if (link.idempotency) {
+      const params: unknown[] = []
+      const sql = idempotentCreateSql(params, link.workspaceId, link.idempotency, `(SELECT ${stored.uniq}::int AS "uniq") AS created`)
+      await tx.$executeRawUnsafe(sql, ...params)
+    }
+    return stored
   })
 }
 

@@ -18,6 +18,9 @@ import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
 import { createLinks } from './link-bulk.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
+import { findIdempotentCreate } from './link-repository.js'
+import { idempotencyKeyReused } from '../errors/idempotency-errors.js'
+import { REPLAYED_HEADER } from '../idempotency/replay.js'
 
 export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
@@ -71,7 +74,21 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       },
     },
     async (request, reply) => {
-      const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request))
+      const claim = request.idempotencyClaim
+      if (claim) {
+        // An instance that ran this request before may have stored the link and died before keeping the answer:
+        // the link is answered, not made twice (its record as it is now; a replay takes no quota).
+        const since = new Date(app.idempotency.now() - app.idempotency.answerTtlMs)
+        const earlier = await findIdempotentCreate(options.links.database, request.caller.workspaceId, claim.scope.key, since)
+        if (earlier && earlier.fingerprint !== claim.fingerprint) throw idempotencyKeyReused()
+        if (earlier) {
+          request.log.info({ uniq: earlier.link.uniq }, 'idempotency key: the link an earlier attempt stored is answered')
+          return reply.code(201).header('location', `/v1/links/${earlier.link.uniq}`).header('x-autofill', earlier.autofill)
+            .header(REPLAYED_HEADER, 'true').send(toLinkRecord(earlier.link, earlier.link.clicks ?? 0))
+        }
+      }
+      const idempotency = claim ? { key: claim.scope.key, fingerprint: claim.fingerprint, at: new Date(app.idempotency.now()) } : undefined
+      const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request), idempotency)
       reportAutofill(request, reply, link.url, autofill)
       return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link, 0))
     },

@@ -12,7 +12,7 @@ import { AppError, fieldError, notFound, slugReserved, slugTaken } from '../erro
 import type { Caller } from '../plugins/auth.js'
 import { domainsBarredFrom, refuseReservedLinkWrite, resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
-import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, updateLinkColumns, type StoredLink } from './link-repository.js'
+import { findLinkBySlug, findLinkByUniq, insertLink, slugInUse, updateLink, updateLinkColumns, type IdempotentCreateKey, type StoredLink } from './link-repository.js'
 import { generateSlug, isReservedSlug, slugKey } from './slug.js'
 
 export interface LinkServiceContext {
@@ -62,6 +62,8 @@ export async function createLink(
   caller: Caller,
   request: CreateLinkRequest,
   admit: Admit,
+  /** The request's Idempotency-Key, stored with the link (IdempotentCreate). */
+  idempotency?: Omit<IdempotentCreateKey, 'autofill'>,
 ): Promise<LinkWrite> {
   const { link } = request
   const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
@@ -83,7 +85,8 @@ export async function createLink(
   // Outside any transaction: a fetch may take the whole AUTOFILL_TIMEOUT_MS.
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(settings.url, settings)
   Object.assign(settings, autofill.filled)
-  const stored = await insertWithSlug(context, caller, domain, link.id, settings)
+  const keyed = idempotency && { ...idempotency, autofill: autofill.status }
+  const stored = await insertWithSlug(context, caller, domain, link.id, settings, keyed)
   // A visitor may have been told moments ago that this address does not exist.
   context.onChange?.([stored])
   return { link: stored, autofill }
@@ -96,10 +99,11 @@ export async function insertWithSlug(
   domain: string,
   slug: string | undefined,
   settings: LinkSettings,
+  idempotency?: IdempotentCreateKey,
 ): Promise<StoredLink> {
   if (slug !== undefined) {
     try {
-      return await insertLink(context.database, { workspaceId: caller.workspaceId, domain, slug, settings })
+      return await insertLink(context.database, { workspaceId: caller.workspaceId, domain, slug, settings, idempotency })
     } catch (error) {
       if (isUniqueViolation(error)) throw slugTaken(domain, slug)
       throw folderGone(error) ?? error
@@ -107,7 +111,7 @@ export async function insertWithSlug(
   }
   for (let attempt = 1; ; attempt++) {
     try {
-      return await insertLink(context.database, { workspaceId: caller.workspaceId, domain, slug: generateSlug(), settings })
+      return await insertLink(context.database, { workspaceId: caller.workspaceId, domain, slug: generateSlug(), settings, idempotency })
     } catch (error) {
       if (!isUniqueViolation(error) || attempt >= GENERATED_SLUG_ATTEMPTS) throw folderGone(error) ?? error
     }

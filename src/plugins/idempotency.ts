@@ -21,11 +21,12 @@ import type { Config } from '../config/config.js'
 import { unavailable } from '../errors/app-error.js'
 import { idempotencyKeyInUse, idempotencyKeyReused } from '../errors/idempotency-errors.js'
 import { IDEMPOTENCY_KEY_HEADER, parseIdempotencyKey, requestFingerprint } from '../idempotency/idempotency-key.js'
-import { CLAIM_LEASE_MS, type Claim, type IdempotencyStore, type StoreTimes, type StoredAnswer } from '../idempotency/idempotency-store.js'
+import { ANSWER_TTL_MS, CLAIM_LEASE_MS, type Claim, type IdempotencyStore, type StoreTimes, type StoredAnswer } from '../idempotency/idempotency-store.js'
 import { PostgresIdempotencyStore } from '../idempotency/postgres-store.js'
 import { RedisIdempotencyStore } from '../idempotency/redis-store.js'
 import { answerToKeep, sendAnswer } from '../idempotency/replay.js'
 import { writeAgainLater } from '../redis/redis-client.js'
+import { sweepIdempotentCreates } from '../links/link-repository.js'
 
 export interface IdempotencyOptions extends StoreTimes {
   /** A store of the caller's; otherwise Redis when REDIS_URL is set, else the database. */
@@ -44,6 +45,9 @@ export interface Idempotency {
   readonly storeKind: string
   /** The hooks of a route that honours Idempotency-Key; `operation` tells its requests from another route's. */
   routeHooks(operation: string): { preValidation: RequestHook; onSend: PayloadHook; onResponse: RequestHook }
+  /** The keys' clock (ms) and how long a key's answer lasts: what a keyed create stores with its link honours both. */
+  now(): number
+  readonly answerTtlMs: number
 }
 
 declare module 'fastify' {
@@ -55,6 +59,9 @@ declare module 'fastify' {
     idempotencyClaim: Claim | null
   }
 }
+
+/** How often the keys of creates past their 24 hours are deleted. */
+const CREATES_SWEEP_EVERY_MS = 10 * 60_000
 
 /** How often an answer the store could not take is offered again (keepAnswerLater). */
 const KEEP_RETRY_MS = 1000
@@ -79,6 +86,11 @@ export default fp(
     }
     app.addHook('onClose', async () => store.close())
     app.decorateRequest('idempotencyClaim', null)
+    // The links keyed creates made, kept with them for a retry after a crash (link-routes.ts), for the key's 24 h.
+    const sweep = setInterval(() => {
+      sweepIdempotentCreates(app.db).catch((error) => app.log.warn({ err: error }, 'idempotency keys: the sweep of keyed creates failed'))
+    }, CREATES_SWEEP_EVERY_MS).unref()
+    app.addHook('onClose', async () => clearInterval(sweep))
 
     async function settle(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<void> {
       const claim = request.idempotencyClaim
@@ -147,7 +159,7 @@ export default fp(
       return { preValidation: claimKey, onSend: keepAnswer, onResponse: releaseUnanswered }
     }
 
-    app.decorate('idempotency', { storeKind, routeHooks })
+    app.decorate('idempotency', { storeKind, routeHooks, now, answerTtlMs: settings.answerTtlMs ?? ANSWER_TTL_MS })
   },
   { name: 'idempotency', dependencies: ['database', 'auth', 'redis'] },
 )

@@ -311,6 +311,43 @@ t.test('database store: 24 h on the service clock, abandoned claims, the sweep',
   t.ok(await waitFor(async () => (await keyRows(database, workspaceId)).map((row) => row.key).join() === 'later'), 'only the live key is left')
 })
 
+t.test('an instance that died between storing the link and keeping the answer: the retry answers that link, not a second one', async (t) => {
+  const { app } = setups[0]
+  clock.set(T0)
+  const ws = await quotaWorkspace(prisma, 'crash-window', {})
+  // The crash is played by deleting the key's record from the store once the link is stored: what a retry after
+  // the lease finds when the instance died before keeping its answer.
+  const forgetKeys = () => database.sql(`DELETE FROM "IdempotencyKey" WHERE "workspaceId" = (SELECT "id" FROM "Workspace" WHERE "name" = $1)`, [ws.name])
+  const cases = [
+    { key: 'plain-crash', body: { link: { url: page('crash-plain') }, autofill: false } },
+    // A link with a pixel is stored in a transaction of several statements.
+    { key: 'pixel-crash', body: { link: { url: page('crash-pixel'), pixels: [{ platform: 'ga', value: 'G-CRASH' }] }, autofill: false } },
+  ]
+  for (const { key, body } of cases) {
+    const first = await post(app, ws.token, CREATE, body, key)
+    t.equal(first.statusCode, 201, `${key}: created`)
+    await forgetKeys()
+    const retry = await post(app, ws.token, CREATE, body, key)
+    t.equal(retry.statusCode, 201, `${key}: the retry answers 201`)
+    t.equal(replayed(retry), 'true', `${key}: marked as a replay`)
+    t.same(answerHeaders(retry), answerHeaders(first), `${key}: Content-Type, Location and X-Autofill as the first answer's`)
+    t.same(retry.json(), first.json(), `${key}: the same link`)
+    t.equal(replayed(await post(app, ws.token, CREATE, body, key)), 'true', `${key}: and that answer is kept for the next retry`)
+    await forgetKeys()
+    const other = await post(app, ws.token, CREATE, { ...body, link: { ...body.link, url: page('another') } }, key)
+    t.equal(other.statusCode, 422, `${key}: another request with the key is refused`)
+    t.equal(other.json().code, 'idempotency_key_reused')
+  }
+  t.equal(await linksOf(ws.name), 2, 'one link per key')
+  // The key's 24 hours are on the keys' clock, as the store's are.
+  await forgetKeys()
+  clock.advance(ANSWER_TTL_MS / 1000)
+  const later = await post(app, ws.token, CREATE, cases[0].body, cases[0].key)
+  t.equal(later.statusCode, 201)
+  t.equal(replayed(later), undefined, 'after 24 h the key makes a new link')
+  t.equal(await linksOf(ws.name), 3)
+})
+
 t.test('5xx is not kept: the retry runs again', async (t) => {
   // A quota store that fails while `down`: under RATE_LIMIT_ON_REDIS_ERROR=deny the create is 503.
   let down = true
