@@ -80,7 +80,11 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         // the link is answered, not made twice (its record as it is now; a replay takes no quota).
         const since = new Date(app.idempotency.now() - app.idempotency.answerTtlMs)
         const earlier = await findIdempotentCreate(options.links.database, request.caller.workspaceId, claim.scope.key, since)
-        if (earlier && earlier.fingerprint !== claim.fingerprint) throw idempotencyKeyReused()
+        if (earlier && earlier.fingerprint !== claim.fingerprint) {
+          // The key stays the first request's: its own retry must still find its link.
+          await app.idempotency.release(request)
+          throw idempotencyKeyReused()
+        }
         if (earlier) {
           request.log.info({ uniq: earlier.link.uniq }, 'idempotency key: the link an earlier attempt stored is answered')
           return reply.code(201).header('location', `/v1/links/${earlier.link.uniq}`).header('x-autofill', earlier.autofill)

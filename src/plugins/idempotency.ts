@@ -48,6 +48,8 @@ export interface Idempotency {
   /** The keys' clock (ms) and how long a key's answer lasts: what a keyed create stores with its link honours both. */
   now(): number
   readonly answerTtlMs: number
+  /** Frees the request's claim without keeping its answer: the key belongs to another request's body. */
+  release(request: FastifyRequest): Promise<void>
 }
 
 declare module 'fastify' {
@@ -159,7 +161,14 @@ export default fp(
       return { preValidation: claimKey, onSend: keepAnswer, onResponse: releaseUnanswered }
     }
 
-    app.decorate('idempotency', { storeKind, routeHooks, now, answerTtlMs: settings.answerTtlMs ?? ANSWER_TTL_MS })
+    async function release(request: FastifyRequest): Promise<void> {
+      const claim = request.idempotencyClaim
+      if (!claim) return
+      request.idempotencyClaim = null
+      await store.release(claim)
+    }
+
+    app.decorate('idempotency', { storeKind, routeHooks, now, answerTtlMs: settings.answerTtlMs ?? ANSWER_TTL_MS, release })
   },
   { name: 'idempotency', dependencies: ['database', 'auth', 'redis'] },
 )

@@ -337,6 +337,9 @@ t.test('an instance that died between storing the link and keeping the answer: t
     const other = await post(app, ws.token, CREATE, { ...body, link: { ...body.link, url: page('another') } }, key)
     t.equal(other.statusCode, 422, `${key}: another request with the key is refused`)
     t.equal(other.json().code, 'idempotency_key_reused')
+    const again = await post(app, ws.token, CREATE, body, key)
+    t.equal(replayed(again), 'true', `${key}: the first body's retry still gets its link`)
+    t.equal(again.json().uniq, first.json().uniq)
   }
   t.equal(await linksOf(ws.name), 2, 'one link per key')
   // The key's 24 hours are on the keys' clock, as the store's are.
