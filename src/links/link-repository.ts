@@ -417,13 +417,16 @@ export async function findIdempotentCreate(
   key: string,
   since: Date,
 ): Promise<{ fingerprint: string; link: StoredLink; autofill: string } | null> {
-  const [row] = await database.sql<LinkRow & { idempotencyFingerprint: string; idempotencyAutofill: string }>(
-    `SELECT ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}, k."fingerprint" AS "idempotencyFingerprint", k."autofill" AS "idempotencyAutofill"
-     FROM "IdempotentCreate" k JOIN "Link" l ON l."uniq" = k."linkUniq"
-     WHERE k."workspaceId" = $1 AND k."key" = $2 AND k."createdAt" > $3::timestamptz AT TIME ZONE 'UTC'`,
+  // Every keyed create asks, and almost always finds nothing: the key's row alone, by its primary key, prepared. The
+  // link (whose clicks look into the visits) is read only when there is one.
+  const [row] = await database.sql<{ fingerprint: string; linkUniq: number; autofill: string }>(
+    `SELECT "fingerprint", "linkUniq", "autofill" FROM "IdempotentCreate"
+     WHERE "workspaceId" = $1 AND "key" = $2 AND "createdAt" > $3::timestamptz AT TIME ZONE 'UTC'`,
     [workspaceId, key, since.toISOString()],
+    'prepared',
   )
-  return row ? { fingerprint: row.idempotencyFingerprint, autofill: row.idempotencyAutofill, link: toStoredLink(row) } : null
+  const link = row && (await findLinkByUniq(database, workspaceId, row.linkUniq))
+  return row && link ? { fingerprint: row.fingerprint, autofill: row.autofill, link } : null
 }
 
 export async function insertLink(database: Database, link: NewLink): Promise<StoredLink> {
