@@ -4,11 +4,20 @@
  * DELETE of millions of rows. The aggregates (per link, workspace and group; hourly and daily) and the seen-today rows
  * are trimmed at the same time.
  * Every instance runs this; the DDL is idempotent and a race between two instances is harmless.
+ *
+ * The DDL must never hold up the visitors' and the API's reads of "Visit" (a link's `clicks`, stats, the visit
+ * batches). A statement that needs an ACCESS EXCLUSIVE lock on it (CREATE TABLE … PARTITION OF, DROP TABLE of a
+ * partition) waits behind a long reader (a rollup, a stats read), and every later reader queues behind it. So a
+ * partition is created apart and then attached, which locks "Visit" only in SHARE UPDATE EXCLUSIVE mode (reads
+ * and inserts go on); and a drop gives up after DDL_LOCK_TIMEOUT_MS, to be tried again at the next maintenance.
  */
 import type { PrismaClient } from '../db/database.js'
 
 /** Months created ahead of the current one. */
 export const MONTHS_AHEAD = 2
+
+/** How long a partition's DDL waits for its lock before it gives up (the readers queued behind it wait as long). */
+export const DDL_LOCK_TIMEOUT_MS = 500
 
 interface Month {
   name: string
@@ -26,18 +35,40 @@ function monthOf(at: Date, offset = 0): Month {
 /** The partitions this process knows exist (a cache: creating one is a no-op, but a round trip). */
 const known = new WeakMap<PrismaClient, Set<string>>()
 
-/** duplicate_table, unique_violation on the catalog: another instance created the same partition meanwhile. */
-const createdByAnother = (error: unknown) => /42P07|23505|already exists/.test(String((error as { message?: string })?.message ?? error))
+/**
+ * duplicate_table, unique_violation on the catalog, or the table attached already: another instance created the
+ * same partition meanwhile.
+ */
+const createdByAnother = (error: unknown) =>
+  /42P07|23505|already exists|is already a partition/.test(String((error as { message?: string })?.message ?? error))
+
+/** The partitions of "Visit" and their upper bounds. */
+function attachedPartitions(prisma: PrismaClient): Promise<{ name: string; upper: Date | null }[]> {
+  return prisma.$queryRawUnsafe<{ name: string; upper: Date | null }[]>(
+    `SELECT c.relname AS "name", (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz AS "upper"
+     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+     WHERE i.inhparent = '"analytics"."Visit"'::regclass`,
+  )
+}
+
+/** Runs DDL statements in one transaction that waits at most DDL_LOCK_TIMEOUT_MS for each lock. */
+async function ddl(prisma: PrismaClient, statements: string[]): Promise<void> {
+  await prisma.$transaction([
+    prisma.$executeRawUnsafe(`SET LOCAL lock_timeout = ${DDL_LOCK_TIMEOUT_MS}`),
+    ...statements.map((statement) => prisma.$executeRawUnsafe(statement)),
+  ])
+}
 
 async function createPartition(prisma: PrismaClient, month: Month): Promise<void> {
-  const names = known.get(prisma) ?? new Set<string>()
-  known.set(prisma, names)
+  let names = known.get(prisma)
+  if (!names) known.set(prisma, (names = new Set((await attachedPartitions(prisma)).map((partition) => partition.name))))
   if (names.has(month.name)) return
   try {
-    await prisma.$executeRawUnsafe(
-      `CREATE TABLE IF NOT EXISTS "analytics"."${month.name}" PARTITION OF "analytics"."Visit"
-       FOR VALUES FROM ('${month.from}') TO ('${month.to}')`,
-    )
+    // A table left unattached (a process stopped between the two) is attached now.
+    await ddl(prisma, [
+      `CREATE TABLE IF NOT EXISTS "analytics"."${month.name}" (LIKE "analytics"."Visit" INCLUDING DEFAULTS)`,
+      `ALTER TABLE "analytics"."Visit" ATTACH PARTITION "analytics"."${month.name}" FOR VALUES FROM ('${month.from}') TO ('${month.to}')`,
+    ])
   } catch (error) {
     if (!createdByAnother(error)) throw error
   }
@@ -77,24 +108,35 @@ export async function createPartitionsAhead(prisma: PrismaClient, now: Date): Pr
 }
 
 /**
- * Drops the partitions whose every visit is older than `retentionDays`, deletes aggregates older than that (from a whole UTC day),
+ * The first instant whose visits are kept: the midnight UTC before `now` less `retentionDays`. The aggregates are
+ * cut there, a day whole (a daily row stands for all its day's hours), and the raw visits are listed from there,
+ * though they are dropped only a whole month at a time.
+ */
+export function retentionStart(now: Date, retentionDays: number): Date {
+  const cutoff = now.getTime() - retentionDays * 86_400_000
+  return new Date(Math.floor(cutoff / 86_400_000) * 86_400_000)
+}
+
+/**
+ * Drops the partitions whose every visit is older than `retentionDays` and already summed into the aggregates
+ * (a link's all-time `clicks` counts the rolled-up ones: a visit dropped before its rollup, such as those of an
+ * instance's last minute before a stop, would never be counted), deletes aggregates older than that (from a whole UTC day),
  * seen-today rows older than yesterday and the ids of batches stored over a day ago. Returns the partitions dropped.
  */
 export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays: number): Promise<string[]> {
-  const cutoff = new Date(now.getTime() - retentionDays * 86_400_000)
-  const partitions = await prisma.$queryRawUnsafe<{ name: string; upper: Date }[]>(
-    `SELECT c.relname AS "name", (regexp_match(pg_get_expr(c.relpartbound, c.oid), 'TO \\(''([^'']+)''\\)'))[1]::timestamptz AS "upper"
-     FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
-     WHERE i.inhparent = '"analytics"."Visit"'::regclass`,
-  )
-  const expired = partitions.filter((partition) => new Date(partition.upper).getTime() <= cutoff.getTime()).map((partition) => partition.name)
+  const cutoff = now.getTime() - retentionDays * 86_400_000
+  const [rollup] = await prisma.$queryRawUnsafe<{ rolledUpTo: Date }[]>(`SELECT "rolledUpTo" FROM "analytics"."Rollup"`)
+  const summedUpTo = rollup ? new Date(rollup.rolledUpTo).getTime() : -Infinity
+  const expired = (await attachedPartitions(prisma))
+    // A partition without an upper bound (a DEFAULT one an operator added) is never dropped.
+    .filter((partition) => partition.upper !== null && new Date(partition.upper).getTime() <= Math.min(cutoff, summedUpTo))
+    .map((partition) => partition.name)
   for (const name of expired) {
-    await prisma.$executeRawUnsafe(`DROP TABLE IF EXISTS "analytics"."${name}"`)
+    await ddl(prisma, [`DROP TABLE IF EXISTS "analytics"."${name}"`])
     known.get(prisma)?.delete(name)
   }
-  // Both tiers are cut at the same midnight UTC: a daily row stands for all its day's hours, so a day is kept or
-  // dropped whole in each (hourly rows of the cutoff's own day stay, at most a day past the retention).
-  const day = new Date(Math.floor(cutoff.getTime() / 86_400_000) * 86_400_000).toISOString()
+  // Both tiers are cut at the same midnight UTC (hourly rows of the cutoff's own day stay, at most a day past the retention).
+  const day = retentionStart(now, retentionDays).toISOString()
   // The group tables too: a group holds its links' rows summed, so it loses what they lose, on the same day.
   const tables = [['LinkHourly', 'hour'], ['WorkspaceHourly', 'hour'], ['GroupHourly', 'hour'], ['LinkDaily', 'day'], ['WorkspaceDaily', 'day'], ['GroupDaily', 'day']]
   for (const [table, time] of tables) {

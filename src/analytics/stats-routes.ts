@@ -12,6 +12,7 @@ import { findLink, type LinkServiceContext } from '../links/link-service.js'
 import { problemResponsesWith } from '../plugins/openapi-entity-responses.js'
 import { successResponse } from '../plugins/openapi-responses.js'
 import { listVisits } from './stats-visits.js'
+import { retentionStart } from './partitions.js'
 import { linkStats, workspaceStats, type StatsContext } from './stats-service.js'
 
 const badQuery = {
@@ -133,7 +134,8 @@ export default async function statsRoutes(app: FastifyInstance, options: { links
     },
     async (request) => {
       const link = await findLink(options.links, request.caller, { uniq: request.params.uniqId })
-      return listVisits(options.links.prisma, link.uniq, request.query)
+      const now = options.now?.() ?? new Date()
+      return listVisits(options.links.prisma, link.uniq, request.query, retentionStart(now, options.links.config.visitRetentionDays))
     },
   )
 }

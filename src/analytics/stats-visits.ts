@@ -47,6 +47,8 @@ export async function listVisits(
   prisma: PrismaClient,
   linkUniq: number,
   query: VisitsRequest,
+  /** The retention's start (retentionStart): older visits, not yet dropped with their month, are not listed. */
+  keptFrom: Date,
 ): Promise<{ visits: VisitBody[]; nextCursor: string | null }> {
   // Validated, then sent with every digit: visits are stored to the microsecond.
   const from = parseInstant(query.from, '/from') && exactInstant(query.from!)
@@ -55,8 +57,8 @@ export async function listVisits(
   const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
   const limit = query.limit ?? VISITS_LIMIT.default
 
-  const params: unknown[] = [linkUniq]
-  const conditions = ['"linkUniq" = $1::int']
+  const params: unknown[] = [linkUniq, keptFrom.toISOString()]
+  const conditions = ['"linkUniq" = $1::int', '"at" >= $2::timestamptz']
   if (from) conditions.push(`"at" >= $${params.push(from)}::timestamptz`)
   if (to) conditions.push(`"at" < $${params.push(to)}::timestamptz`)
   if (position) {

@@ -2,10 +2,12 @@
  * Storage that lasts: monthly partitions of the raw visits are created ahead by the service, and partitions and
  * aggregates older than VISIT_RETENTION_DAYS are dropped; the buffer is written on its own every interval.
  */
+import pg from 'pg'
 import t from 'tap'
-import { buildTestApp } from '../support/test-app.js'
-import { acmeWorkspace, visit } from '../redirects/visit-support.js'
+import { buildTestApp, openTestDatabase } from '../support/test-app.js'
+import { acmeWorkspace, DESKTOP, visit } from '../redirects/visit-support.js'
 import { storeVisits } from '../../src/analytics/visit-store.js'
+import { dropExpired } from '../../src/analytics/partitions.js'
 import { storedVisit } from './stored-visit.js'
 
 const MARCH_15 = Date.UTC(2031, 2, 15, 12)
@@ -44,20 +46,32 @@ t.test('visits are written within the interval without anyone asking', async (t)
   t.equal(app.visitRecorder!.stats().buffered, 0)
 })
 
-t.test('partitions and aggregates past the retention are dropped at start, the rest kept', async (t) => {
+t.test('partitions and aggregates past the retention are dropped at start once rolled up, the rest kept', async (t) => {
   // Visits of an old month, stored as a batch would store them (the partition is created for them).
-  const [{ uniq }] = await prisma.$queryRawUnsafe<{ uniq: number }[]>(`SELECT "uniq" FROM "Link" LIMIT 1`)
+  const { token, link } = await acmeWorkspace(first, 'retention', 'go.retention.test')
+  const made = await link({ id: 'old-visits', url: 'https://example.com/old' })
+  const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name: 'retention' } })).id
   await app.visitRecorder!.flush()
-  const old = new Date(Date.UTC(2030, 11, 20, 8))
-  await app.visits.record({
-    link: uniq, workspaceId: 1, domain: 'go.acme.test', answer: 'redirect', destination: 'https://example.com/',
-    reason: 'default', at: old.getTime(), country: null, userAgent: 'Mozilla/5.0', referrer: undefined, address: '192.0.2.9',
-  })
+  for (const [day, address] of [[20, '192.0.2.9'], [21, '192.0.2.10']] as const) {
+    await app.visits.record({
+      link: made.uniq, workspaceId, domain: 'go.retention.test', answer: 'redirect', destination: 'https://example.com/',
+      reason: 'default', at: Date.UTC(2030, 11, day, 8), country: null, userAgent: DESKTOP, referrer: undefined, address,
+    })
+  }
   await app.visitRecorder!.flush()
-  t.ok((await partitions()).includes('Visit_2030_12'), 'a partition for the old visit')
+  t.ok((await partitions()).includes('Visit_2030_12'), 'a partition for the old visits')
+  const clicks = async () =>
+    (await app.inject({ url: `/v1/links/${made.uniq}`, headers: { 'api-authorization': token } })).json().clicks
 
-  // Another instance, with a retention of 60 days, starts on the 15th of March 2031: December 2030 ended more
-  // than 60 days before, January 2031 did not.
+  // An instance with a retention of 60 days starts on the 15th of March 2031: December 2030 ended more than 60
+  // days before, January 2031 did not. December's visits are not summed into the aggregates yet (as those of an
+  // instance's last minute before a stop): dropped now, the link's all-time clicks would never count them.
+  const early = await buildTestApp(t, { database: first.database, env: { VISIT_RETENTION_DAYS: '60' }, visits: { now: () => MARCH_15 } })
+  await early.app.ready()
+  t.ok((await partitions()).includes('Visit_2030_12'), 'a partition past the retention is kept while its visits are not rolled up')
+  t.equal(await clicks(), 2, 'counted from the raw visits')
+  await app.visitRollup.run(new Date(Date.UTC(2031, 0, 1)))
+
   const second = await buildTestApp(t, { database: first.database, env: { VISIT_RETENTION_DAYS: '60' }, visits: { now: () => MARCH_15 } })
   await prisma.$executeRawUnsafe(
     `CREATE TABLE IF NOT EXISTS "analytics"."Visit_2031_01" PARTITION OF "analytics"."Visit" FOR VALUES FROM ('2031-01-01T00:00:00Z') TO ('2031-02-01T00:00:00Z')`,
@@ -73,8 +87,9 @@ t.test('partitions and aggregates past the retention are dropped at start, the r
   const batches = await prisma.$queryRawUnsafe<{ id: string }[]>(`SELECT "id"::text AS "id" FROM "analytics"."VisitBatch" WHERE "id" IN ($1::uuid, $2::uuid)`, stale, recent)
   t.same(batches.map((batch) => batch.id), [recent], 'a batch id older than a day is deleted, a newer one kept')
   const names = await partitions()
-  t.notOk(names.includes('Visit_2030_12'), 'the old partition is dropped')
+  t.notOk(names.includes('Visit_2030_12'), 'the old partition is dropped once rolled up')
   t.ok(names.includes('Visit_2031_01'), 'one still within the retention stays')
+  t.equal(await clicks(), 2, "the link's all-time clicks still count the dropped visits")
   const [{ oldRows }] = await prisma.$queryRawUnsafe<{ oldRows: number }[]>(
     `SELECT count(*)::int AS "oldRows" FROM "analytics"."LinkHourly" WHERE "hour" < '2031-01-01T00:00:00Z'`,
   )
@@ -99,3 +114,42 @@ t.test("a partition another instance's retention dropped is created again for a 
   )
   t.equal(count, 1, 'the second visit is stored (the first went with its partition)')
 })
+
+t.test(
+  "a partition's DDL never holds up the readers of the visits",
+  { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (the embedded database has one connection: no reader can hold a lock meanwhile)' },
+  async (t) => {
+    const { database, url } = await openTestDatabase(t)
+    const instance = await buildTestApp(t, { database, visits: { now: () => MARCH_15 } })
+    const { app } = instance
+    await app.ready()
+    const { token, link } = await acmeWorkspace(instance, 'ddl', 'go.ddl.test')
+    const made = await link({ id: 'read-during-ddl', url: 'https://example.com/r' })
+    const workspaceId = (await database.prisma.workspace.findUniqueOrThrow({ where: { name: 'ddl' } })).id
+    const readLink = () => app.inject({ url: `/v1/links/${made.uniq}`, headers: { 'api-authorization': token } })
+
+    // A long reader of the visits (a rollup, a stats read over a long range) holds its lock on "Visit".
+    const reader = new pg.Client({ connectionString: url })
+    await reader.connect()
+    t.teardown(() => reader.end())
+    await reader.query('BEGIN')
+    await reader.query('SELECT count(*) FROM "analytics"."Visit"')
+
+    // A visit of a month without a partition: the partition is created and attached beside the reader.
+    const stored = storeVisits(database, [storedVisit({ uniq: made.uniq, domain: 'go.ddl.test', workspaceId }, '2032-02-10T10:00:00Z', 1)])
+    const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms, 'still waiting for its lock'))
+    t.equal(await Promise.race([stored.then(() => 'stored'), sleep(10_000)]), 'stored', 'the visit of a new month is stored')
+    const read = await readLink()
+    t.equal(read.statusCode, 200)
+    t.equal(read.json().clicks, 1, 'and counted in a read of its link (which reads the visits)')
+
+    // A drop needs "Visit" to itself: it gives up rather than queue every reader behind it, and is tried again.
+    await app.visitRollup.run(new Date(Date.UTC(2032, 2, 1)))
+    const later = new Date(Date.UTC(2032, 5, 1))
+    await t.rejects(dropExpired(database.prisma, later, 30), /lock timeout/, 'the drop gives up while the reader holds its lock')
+    t.equal((await readLink()).statusCode, 200, 'reads go on')
+    await reader.query('COMMIT')
+    t.ok((await dropExpired(database.prisma, later, 30)).includes('Visit_2032_02'), 'dropped once the reader is done')
+    t.equal((await readLink()).json().clicks, 1, 'its visit still counted (rolled up)')
+  },
+)

@@ -11,7 +11,8 @@ import { storedVisit } from './stored-visit.js'
 
 type Json = Record<string, any>
 
-const { app, prisma, database } = await buildTestApp(t)
+// The visits here are of fixed days of 2026: kept, and listed, whatever the day the tests run.
+const { app, prisma, database } = await buildTestApp(t, { env: { VISIT_RETENTION_DAYS: '36500' } })
 
 let workspaces = 0
 async function workspace() {
@@ -19,7 +20,7 @@ async function workspace() {
   const domain = `go.${name}.test`
   const token = await createWorkspaceToken(prisma, { workspace: name, defaultDomain: domain })
   const workspaceId = (await prisma.workspace.findUniqueOrThrow({ where: { name } })).id
-  return { name, domain, workspaceId, api: apiClient(app, token) }
+  return { name, domain, workspaceId, token, api: apiClient(app, token) }
 }
 
 type Link = { uniq: number; domain: string; id: string; workspaceId: number }
@@ -28,7 +29,7 @@ const visit = storedVisit
 const bot = { bot: true, device: 'bot', os: null, browser: null, answer: 'crawler' } as const
 const query = (params: Record<string, string | number>) => new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString()
 
-const { api, domain, workspaceId } = await workspace()
+const { api, domain, workspaceId, token } = await workspace()
 const other = await workspace()
 const l1: Link = await api.link({ url: 'https://example.com/a', id: 'one', tags: ['Promo'] })
 const l2: Link = await api.link({ url: 'https://example.com/b', id: 'two' })
@@ -431,6 +432,20 @@ t.test("a link's visits at one instant whose numbers differ in length (9 and 10)
     cursor = body.nextCursor
   } while (cursor)
   t.same(seen, Array.from({ length: 15 }, (_, i) => `https://example.com/d${14 - i}`), 'all 15, newest stored first, none skipped')
+})
+
+t.test("a link's visits older than VISIT_RETENTION_DAYS are not listed, though their month is not dropped yet", async (t) => {
+  const link: Link = await api.link({ url: 'https://example.com/kept', id: 'kept' })
+  const day = 86_400_000
+  await storeVisits(database, [
+    visit(link, new Date(Date.now() - 401 * day).toISOString(), 1, { destination: 'https://example.com/older' }),
+    visit(link, new Date(Date.now() - 399 * day).toISOString(), 2, { destination: 'https://example.com/kept' }),
+  ])
+  // An instance with the default retention (400 days) on the same database: the stats' aggregates start at the
+  // midnight before 400 days ago, and so does the list.
+  const { app: defaults } = await buildTestApp(t, { database, env: { VISIT_RETENTION_DAYS: '400' } })
+  const body: Json = (await apiClient(defaults, token).get(`/v1/links/${link.uniq}/visits`)).json()
+  t.same(body.visits.map((v: Json) => v.destination), ['https://example.com/kept'])
 })
 
 t.test('the link record carries its all-time clicks (bots excluded)', async (t) => {
