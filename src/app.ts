@@ -140,7 +140,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // Before every route, so that its onRoute hook times them all.
   await app.register(metrics)
   await app.register(httpServer)
-  await app.register(gracefulClose, options.drain ?? {})
+  await app.register(gracefulClose, { ...options.drain, interrupt: () => options.database.interrupt() })
   await app.register(jsonBody)
   await app.register(validation)
   await app.register(database, { database: options.database, closeWithApp: options.closeDatabase ?? false })

@@ -84,6 +84,7 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
     transaction: (work) => poolTransaction(pool, work),
     ping: async () => true,
     pools: () => [{ name: 'main', max: 10, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }],
+    interrupt: () => {},
     close: async () => {
       await prisma.$disconnect()
       await pool.end()

@@ -6,34 +6,52 @@
  *
  * With REDIS_URL, every instance takes the day's key from Redis (the first to ask creates it), so a visitor
  * has one key a day whichever instance answers; without Redis, or while it cannot be reached, the key is
- * this process's own (a visitor seen by two instances then counts twice).
+ * this process's own (a visitor seen by two instances then counts twice). A process that fell back asks Redis
+ * again every FALLBACK_RETRY_MS, and takes the shared key once Redis answers: the fallback lasts as long as the
+ * outage, not the rest of the day.
  */
 import type { Redis } from 'ioredis'
 import { createHmac, randomBytes } from 'node:crypto'
+import { withDeadline } from '../redis/redis-client.js'
 
 const KEY_LIFETIME_S = 2 * 86_400
+/** How long a process's own key of a day is used before Redis is asked again for the shared one. */
+export const FALLBACK_RETRY_MS = 10_000
 
 export interface VisitorKeysOptions {
   redis?: Redis | null
   keyPrefix?: string
-  /** Called once when Redis cannot give a day's key and a key of this process is used instead. */
+  /** Called when Redis cannot give a day's key and a key of this process is used instead. */
   onFallback?: (error: unknown) => void
+  /** The clock of the retries (tests). */
+  now?: () => number
+}
+
+interface DayKey {
+  key: Buffer
+  /** Redis's key of the day, or this process's own. */
+  shared: boolean
+  /** When Redis was last asked. */
+  askedAt: number
 }
 
 export class VisitorKeys {
-  private readonly keys = new Map<string, Buffer>()
+  private readonly keys = new Map<string, DayKey>()
 
   constructor(private readonly options: VisitorKeysOptions = {}) {}
 
-  /** The key of the UTC day (YYYY-MM-DD), fetched or created once per process and day. */
+  /** The key of the UTC day (YYYY-MM-DD): Redis's, fetched once per process and day, or this process's own. */
   async keyOf(day: string): Promise<Buffer> {
+    const now = this.options.now?.() ?? Date.now()
     const known = this.keys.get(day)
-    if (known) return known
-    const key = (await this.shared(day)) ?? randomBytes(32)
-    this.keys.set(day, key)
+    if (known && (known.shared || now - known.askedAt < FALLBACK_RETRY_MS)) return known.key
+    const shared = await this.shared(day)
+    // While Redis is away the process keeps one key of its own for the day: its visitors still count once on it.
+    const entry = { key: shared ?? known?.key ?? randomBytes(32), shared: shared !== null, askedAt: now }
+    this.keys.set(day, entry)
     // Only today's and yesterday's keys are ever needed.
     for (const old of this.keys.keys()) if (this.keys.size > 2 && old < day) this.keys.delete(old)
-    return key
+    return entry.key
   }
 
   private async shared(day: string): Promise<Buffer | null> {
@@ -41,8 +59,8 @@ export class VisitorKeys {
     if (!redis) return null
     const name = `${keyPrefix}analytics:visitor-key:${day}`
     try {
-      await redis.set(name, randomBytes(32).toString('base64'), 'EX', KEY_LIFETIME_S, 'NX')
-      const value = await redis.get(name)
+      await withDeadline(redis.set(name, randomBytes(32).toString('base64'), 'EX', KEY_LIFETIME_S, 'NX'))
+      const value = await withDeadline(redis.get(name))
       return value ? Buffer.from(value, 'base64') : null
     } catch (error) {
       this.options.onFallback?.(error)

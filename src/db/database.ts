@@ -66,6 +66,13 @@ export interface Database {
    * process and queues its queries itself, with nothing to count from outside.
    */
   pools(): PoolStats[]
+  /**
+   * Ends the connections lent out now, so that their statements fail at once as the database unavailable (a
+   * 503), and the transactions on them roll back: the close of the app calls it once requests have had their
+   * time, so that none waits past it for a database that stopped answering. Nothing on the embedded database.
+   */
+  interrupt(): void
+  /** Closes the connections; a statement still going is ended (interrupt), not waited for. */
   close(): Promise<void>
 }
 
@@ -272,6 +279,18 @@ async function migrate(connectionString: string): Promise<void> {
 }
 
 /** An error PostgreSQL itself sent (pg's DatabaseError carries its SQLSTATE, five characters). */
+/** The clients of `pool` lent out now (for a statement or a transaction). */
+function lentClients(pool: pg.Pool): Set<pg.Client> {
+  const lent = new Set<pg.Client>()
+  pool.on('acquire', (client) => lent.add(client))
+  pool.on('release', (_error, client) => lent.delete(client))
+  pool.on('remove', (client) => lent.delete(client))
+  return lent
+}
+
+/** How long closing waits for the pools to end once their connections in use were ended. */
+const CLOSE_WAIT_MS = 500
+
 const isPostgresError = (error: unknown) => error instanceof pg.DatabaseError && /^[0-9A-Z]{5}$/.test(error.code ?? '')
 
 /** `promise`, or nothing once `ms` have passed (its outcome ignored). */
@@ -300,6 +319,9 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
   visitorPool.on('error', () => {})
   visitorPool.on('connect', endOnReadTimeout)
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) })
+  const lent = [lentClients(pool), lentClients(visitorPool)]
+  // pg's end() destroys the socket of a client whose statement is under way (it would wait for ever otherwise).
+  const interrupt = () => lent.forEach((clients) => clients.forEach((client) => void client.end().catch(() => {})))
   return {
     prisma,
     kind: 'postgres',
@@ -309,9 +331,12 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
     transaction: (work, options) => poolTransaction(pool, work, options?.statementTimeoutMs),
     ping: () => pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig).then(() => true, () => false),
     pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
+    interrupt,
     async close() {
       await prisma.$disconnect()
-      await Promise.all([pool.end(), visitorPool.end()]).catch(() => {})
+      // pool.end() waits until every connection is given back: one whose statement never answers never is.
+      interrupt()
+      await waitAtMost(Promise.all([pool.end(), visitorPool.end()]), CLOSE_WAIT_MS)
     },
   }
 }
@@ -358,6 +383,8 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
       ),
     ping: () => pingWith(prisma),
     pools: () => [],
+    // In the process: no connection to end.
+    interrupt: () => {},
     async close() {
       await prisma.$disconnect()
       await client.close()

@@ -13,8 +13,11 @@
  *   closes the quiet connections left; Fastify closes the server as before. (Connections the kernel had
  *   completed but Node not yet accepted when the listening socket closes are reset by the kernel: a window of
  *   about a millisecond that no server can close.)
- * - a request still going `busyLimitMs` after the close began (a client sending its body a byte at a time) has
- *   its connection closed, so the close ends in time to write the buffered visits before the process is killed.
+ * - a request still going `busyLimitMs` after the close began has its work interrupted (`interrupt`: the
+ *   database's connections in use are ended, so a request waiting for a database that stopped answering is
+ *   answered 503 at once, its transaction rolled back), and a moment later its connection is closed if it still
+ *   goes (a client sending its body a byte at a time), so the close ends in time to write the buffered visits
+ *   before the process is killed.
  */
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
@@ -31,9 +34,12 @@ export interface DrainOptions {
    * requests finish). Under the grace src/server.ts gives the whole close (10 s) before it exits anyway.
    */
   limitMs: number
-  /** When the connections of requests still going are closed, counted from the beginning of the close. */
+  /** When the work of requests still going is interrupted, counted from the beginning of the close. */
   busyLimitMs: number
 }
+
+/** How long the answers of interrupted requests have to be written before their connections are closed. */
+const INTERRUPTED_ANSWERS_MS = 250
 
 /**
  * Within the 10 s src/server.ts gives the whole close: accepting for up to 4 s, the last connections' requests
@@ -57,7 +63,7 @@ interface ConnectionState {
 const afterNextReads = () => new Promise<void>((resolve) => setTimeout(() => setImmediate(resolve), 25))
 
 export default fp(
-  async function gracefulClose(app: FastifyInstance, options: Partial<DrainOptions>) {
+  async function gracefulClose(app: FastifyInstance, options: Partial<DrainOptions> & { interrupt?: () => void }) {
     const { idleGraceMs, limitMs, busyLimitMs } = { ...DRAIN, ...options }
     const connections = new Map<Socket, ConnectionState>()
     let closing = false
@@ -89,7 +95,10 @@ export default fp(
     app.addHook('preClose', async () => {
       closing = true
       const began = Date.now()
-      setTimeout(() => app.server.closeAllConnections(), busyLimitMs).unref()
+      setTimeout(() => {
+        options.interrupt?.()
+        setTimeout(() => app.server.closeAllConnections(), INTERRUPTED_ANSWERS_MS).unref()
+      }, busyLimitMs).unref()
       const quiet = (state: ConnectionState, now: number) =>
         state.requests === 0 && now - Math.max(state.quietSince, began) >= idleGraceMs
       /** Reads and answers until every connection is quiet or gone, or `until`. */

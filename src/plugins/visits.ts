@@ -23,6 +23,8 @@ const MAINTENANCE_EVERY_MS = 6 * 3600_000
 const ROLLUP_EVERY_MS = 60_000
 /** How long closing waits for the buffered visits to be written; then what is left is logged as lost. */
 export const VISIT_FLUSH_ON_CLOSE_MS = 3000
+/** How long closing waits for a rollup under way before the database's close ends it. */
+const ROLLUP_CLOSE_WAIT_MS = 500
 
 export interface VisitPluginOptions {
   /** Another recorder instead of the database one (tests). */
@@ -118,8 +120,11 @@ export default fp(
       for (const timer of timers) clearInterval(timer)
       // Within the time the close has left (src/plugins/graceful-close.ts, DRAIN).
       await recorder.close(VISIT_FLUSH_ON_CLOSE_MS)
-      // What this instance wrote is summed by the next rollup of any instance; one under way finishes first.
-      await rolling?.catch(() => undefined)
+      // What this instance wrote is summed by the next rollup of any instance. One under way finishes first,
+      // unless it takes longer than the close has left: closing the database then ends its connection, which
+      // rolls it back (the next rollup sums its span again).
+      const rollupDone = rolling?.catch(() => undefined)
+      if (rollupDone) await Promise.race([rollupDone, new Promise((resolve) => setTimeout(resolve, ROLLUP_CLOSE_WAIT_MS).unref())])
     })
   },
   { name: 'visits', dependencies: ['database', 'redis'] },

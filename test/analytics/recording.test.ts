@@ -7,7 +7,10 @@ import t from 'tap'
 import type { Visit } from '../../src/redirects/visits.js'
 import { BufferedVisitRecorder, referrerHost } from '../../src/analytics/visit-recorder.js'
 import { storeVisitRows } from '../../src/analytics/visit-store.js'
-import { VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
+import { FALLBACK_RETRY_MS, VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
+import { closeRedisClient, createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
+import { eventually } from '../faults/fault-support.js'
 import { userAgentFacts } from '../../src/analytics/user-agent.js'
 import { buildTestApp } from '../support/test-app.js'
 import { acmeWorkspace, ANDROID_PHONE, DESKTOP, FACEBOOK_CRAWLER, IPHONE, visit } from '../redirects/visit-support.js'
@@ -261,4 +264,31 @@ t.test('with Redis, instances share the day\'s key; it expires within two days',
   t.not((await new VisitorKeys({ redis, keyPrefix }).keyOf('2031-03-02')).toString('hex'), one.toString('hex'))
   const ttl = await redis.ttl(`${keyPrefix}analytics:visitor-key:2031-03-01`)
   t.ok(ttl > 0 && ttl <= 2 * 86_400, `expires in ${ttl} s`)
+})
+
+t.test("while Redis cannot be reached an instance uses a key of its own, and Redis's again once it is back", { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  const { Redis } = await import('ioredis')
+  const direct = new Redis(process.env.REDIS_URL!)
+  t.teardown(() => direct.quit())
+  const { proxy, url } = await TcpProxy.inFrontOf(process.env.REDIS_URL!)
+  t.teardown(() => proxy.close())
+  const redis = createRedisClient(url)
+  t.teardown(() => closeRedisClient(redis))
+  await firstConnection(redis)
+  const keyPrefix = `test-${process.pid}-${Date.now()}:`
+  const day = '2031-03-01'
+  // Another instance's: the day's shared key.
+  const shared = (await new VisitorKeys({ redis: direct, keyPrefix }).keyOf(day)).toString('hex')
+
+  proxy.refuse()
+  let clock = 0
+  const keys = new VisitorKeys({ redis, keyPrefix, now: () => clock })
+  const own = (await keys.keyOf(day)).toString('hex')
+  t.not(own, shared, "this process's own key while Redis cannot be reached")
+  proxy.restore()
+  t.ok(await eventually(() => redis.status === 'ready'), 'the client reconnects')
+  clock += FALLBACK_RETRY_MS - 1
+  t.equal((await keys.keyOf(day)).toString('hex'), own, 'the same own key until it asks again (its visitors count once on it)')
+  clock += 1
+  t.equal((await keys.keyOf(day)).toString('hex'), shared, "Redis's key once Redis answers again, for the rest of the day")
 })

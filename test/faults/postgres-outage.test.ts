@@ -4,6 +4,7 @@
  * are refused for 2 s. Every answer is a 201 or a clean 503 with Retry-After (no 500, no hang), every 201 is
  * stored, nothing answered 503 is stored, and the service recovers by itself.
  */
+import { once } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
@@ -340,3 +341,43 @@ t.test('a database that stops answering on open connections: 503s within the sta
   const slowestLater = Math.max(...later.map((answer) => answer.ms))
   t.ok(slowestLater < deadline, `none waited behind the silent connection (the slowest in ${slowestLater} ms)`)
 })
+
+t.test(
+  'SIGTERM while PostgreSQL stopped answering: the requests in flight are answered 503, the visits are logged as lost, and the process exits 0 in time',
+  { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' },
+  async (t) => {
+    const { database, url } = await openTestDatabase(t)
+    const token = await createWorkspaceToken(database.prisma, { workspace: 'frozen', defaultDomain: 'go.frozen.test' })
+    const { proxy, url: proxiedUrl } = await TcpProxy.inFrontOf(url!)
+    t.teardown(() => proxy.close())
+    const server = await startServer({ DATABASE_URL: proxiedUrl })
+    t.teardown(() => server.child.kill('SIGKILL'))
+    const link = await createLink(server.port, token, { id: 'frozen', url: 'https://example.com/frozen' })
+    t.equal(link.status, 201)
+    const visit = () =>
+      rawRequest(server.port, `GET /frozen HTTP/1.1\r\nHost: go.frozen.test\r\nUser-Agent: ${DESKTOP}\r\nConnection: close\r\n\r\n`)
+    t.equal((await visit()).status, 302, 'the link is in the redirect cache')
+    const storedVisits = async () =>
+      (await database.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS "n" FROM "analytics"."Visit"`))[0].n
+    t.ok(await eventually(async () => (await storedVisits()) === 1), 'that visit is written')
+
+    proxy.holdReplies()
+    // Visits answered from the cache, buffered for a database that no longer answers.
+    for (let i = 0; i < 3; i++) t.equal((await visit()).status, 302)
+    const headers = { 'api-authorization': token, 'content-type': 'application/json' }
+    const update = ask(server.port, `/v1/links/${link.body.uniq}`, { method: 'PUT', headers, body: JSON.stringify({ link: { title: 'late' }, autofill: false }) })
+    await sleep(300)
+    const signalled = Date.now()
+    server.child.kill('SIGTERM')
+    const [exitCode] = await once(server.child, 'exit')
+    const ms = Date.now() - signalled
+    t.equal(exitCode, 0, 'a clean exit, not the kill after 10 s')
+    t.ok(ms < 10_000, `within the close's time (${ms} ms)`)
+    t.notMatch(server.output(), /killed by timeout/)
+    const answer = await update
+    t.equal(answer.error, undefined, 'the update in flight got an answer, not a reset connection')
+    t.match(answer, { status: 503, body: { code: 'unavailable' } })
+    t.match(answer.headers.get('retry-after'), /^\d+$/)
+    t.ok(logLines(server.output()).some((line) => line.lost === 3), 'the three buffered visits are logged as lost')
+  },
+)

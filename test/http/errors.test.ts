@@ -100,6 +100,7 @@ t.test('500 internal says nothing about internals', async (t) => {
     kind: 'postgres',
     ping: async () => true,
     pools: () => [],
+    interrupt: () => {},
     close: async () => {},
     prisma: {
       apiToken: {

@@ -53,6 +53,7 @@ t.test('a busy database (no transaction in time, a deadlock that outlasted the r
       kind: 'postgres',
       ping: async () => true,
       pools: () => [],
+      interrupt: () => {},
       close: async () => {},
       prisma: {
         apiToken: {
