@@ -123,7 +123,7 @@ export const quotaExceeded = (operation: string, window: { name: string; limit: 
  * that is still catching up.
  */
 export const RETRY_AFTER_UNAVAILABLE_SECONDS = 2
-const retryShortly = { 'retry-after': String(RETRY_AFTER_UNAVAILABLE_SECONDS) }
+export const retryShortly = { 'retry-after': String(RETRY_AFTER_UNAVAILABLE_SECONDS) }
 
 export const unavailable = (what = 'database') =>
   new AppError(503, 'unavailable', `The service cannot reach its ${what}; try again shortly`, undefined, retryShortly)

@@ -3,7 +3,7 @@
  * not one, 409 while the first request with the key is still being served, 422 for a key reused with another
  * request. Each a named constructor of the one AppError type, rendered as problem+json like every other.
  */
-import { AppError, validationFailed } from './app-error.js'
+import { AppError, retryShortly, validationFailed } from './app-error.js'
 
 /** The header, named like a field (a JSON pointer into the request's headers), as the contract's 400s name fields. */
 export const IDEMPOTENCY_KEY_FIELD = '/headers/Idempotency-Key'
@@ -28,4 +28,19 @@ export const idempotencyKeyReused = () =>
     'idempotency_key_reused',
     'This Idempotency-Key was used in the last 24 hours for a request with a different body or operation; ' +
       'send a new key with a new request',
+  )
+
+/**
+ * A keyed bulk create whose statement reached the database and whose answer was lost: each link is stored with
+ * its key row or not at all, so the key's retry answers the stored ones and creates the others.
+ */
+export const bulkOutcomeUnknown = () =>
+  new AppError(
+    503,
+    'unavailable',
+    'The connection to the database broke while the links were being stored, and the service could not learn ' +
+      'which were: send the request again with the same Idempotency-Key, which answers the links that were stored ' +
+      'and creates the others',
+    undefined,
+    retryShortly,
   )

@@ -13,6 +13,11 @@
  *
  * Storage: the links without pixels or scripts in one multi-row INSERT (a taken generated slug is drawn again
  * one by one), the others one by one as a single create stores them.
+ *
+ * Idempotency-Key: each link of a keyed batch is stored with a key row of its own (bulkItemKey), in the same
+ * statement or transaction, so an attempt whose answer never came (a lost connection, a dead instance) left a
+ * trace of exactly what it stored. The key's retry answers those links as they are now and creates the others
+ * (their checks and quota as for a first attempt): no link is made twice.
  */
 import type { ValidateFunction } from 'ajv'
 import { Type } from '@sinclair/typebox'
@@ -67,23 +72,43 @@ interface Prepared {
   link: LinkInputBody
   domain: string
   settings: LinkSettings
+  /** The X-Autofill a single create of this link would answer (kept with its key row). */
+  autofill: string
 }
+
+/** A batch sent with an Idempotency-Key. */
+export interface BulkIdempotency {
+  key: string
+  fingerprint: string
+  /** When the key was claimed, on the key store's clock. */
+  at: Date
+  /** The links an earlier attempt with this key stored, by their index in the batch. */
+  earlier: Map<number, StoredLink>
+}
+
+/** The key row of link `index` of a keyed batch. An Idempotency-Key (an sf-string) holds no tab: never a single create's. */
+export const bulkItemKey = (key: string, index: number) => `${key}\t${index}`
 
 export async function createLinks(
   context: LinkServiceContext,
   caller: Caller,
   request: BulkCreateRequest,
   reserve: (count: number) => Promise<BulkReservation>,
+  idempotency?: BulkIdempotency,
 ): Promise<BulkItemResult[]> {
   const results: BulkItemResult[] = new Array(request.links.length)
   const fail = (index: number, error: unknown) => {
     if (!(error instanceof AppError)) throw error
     results[index] = itemProblem(error, index)
   }
+  for (const [index, link] of idempotency?.earlier ?? []) results[index] = { status: 201, link }
+  const keyOf = (item: Prepared) =>
+    idempotency && { key: bulkItemKey(idempotency.key, item.index), fingerprint: idempotency.fingerprint, autofill: item.autofill, at: idempotency.at }
 
   // Each link checked as a single create checks it, all at once (their reads share the pool).
   const checked = await Promise.all(
     request.links.map(async (link, index): Promise<Prepared | undefined> => {
+      if (idempotency?.earlier.has(index)) return undefined
       try {
         const body = { link }
         // What the route's hook checks on a single create's body (src/plugins/validation.ts), for this link alone.
@@ -94,7 +119,7 @@ export async function createLinks(
         const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
         const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
         if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
-        return { index, link, domain, settings: { ...DEFAULT_SETTINGS, ...parsed, url: link.url } }
+        return { index, link, domain, settings: { ...DEFAULT_SETTINGS, ...parsed, url: link.url }, autofill: 'skipped' }
       } catch (error) {
         fail(index, error)
         return undefined
@@ -134,11 +159,12 @@ export async function createLinks(
       await inGroupsOf(AUTOFILL_CONCURRENCY, admitted, async (item) => {
         const autofill = await context.autofill.fill(item.settings.url, item.settings)
         Object.assign(item.settings, autofill.filled)
+        item.autofill = autofill.status
       })
     }
     const store = async (item: Prepared) => {
       try {
-        results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings) }
+        results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings, keyOf(item)) }
         created++
       } catch (error) {
         fail(item.index, error)
@@ -149,7 +175,9 @@ export async function createLinks(
     try {
       stored = await insertPlainLinks(
         context.database,
-        plain.map((item) => ({ workspaceId: caller.workspaceId, domain: item.domain, slug: item.link.id ?? generateSlug(), settings: item.settings })),
+        plain.map((item) => ({
+          workspaceId: caller.workspaceId, domain: item.domain, slug: item.link.id ?? generateSlug(), settings: item.settings, idempotency: keyOf(item),
+        })),
       )
     } catch (error) {
       // A folder deleted meanwhile fails the whole statement: one by one, only its links get the 400.

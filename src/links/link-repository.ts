@@ -214,7 +214,7 @@ export const isPlainLink = (settings: LinkSettings) => settings.pixels.length ==
  */
 export async function insertPlainLinks(
   database: Database,
-  links: { workspaceId: number; domain: string; slug: string; settings: LinkSettings }[],
+  links: { workspaceId: number; domain: string; slug: string; settings: LinkSettings; idempotency?: IdempotentCreateKey }[],
 ): Promise<(StoredLink | null)[]> {
   if (links.length === 0) return []
   const now = new Date()
@@ -232,11 +232,14 @@ export async function insertPlainLinks(
     }
     return `(${tuple})`
   })
-  const rows = await database.sql<LinkRow>(
-    `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
-     ON CONFLICT DO NOTHING RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`,
-    params,
-  )
+  const insert = `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
+     ON CONFLICT DO NOTHING RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`
+  const keyed = links.filter((link) => link.idempotency)
+  // With an Idempotency-Key, each link's key row goes in the same statement (both stored, or neither), and a
+  // lost answer is OutcomeUnknownError: the key's retry finds what was stored (findIdempotentCreates).
+  const rows = keyed.length === 0
+    ? await database.sql<LinkRow>(insert, params)
+    : await database.write<LinkRow>(`WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`, params)
   const byKey = new Map(rows.map((row) => [`${row.domain}\u0000${row.slugKey}`, row]))
   return links.map((link) => {
     const key = `${link.domain}\u0000${slugKey(link.slug)}`
@@ -403,6 +406,60 @@ function idempotentCreateSql(params: unknown[], workspaceId: number, idempotency
          ${at(idempotency.at.toISOString())}::timestamptz AT TIME ZONE 'UTC' FROM ${from}
        ON CONFLICT ("workspaceId", "key") DO UPDATE SET "fingerprint" = EXCLUDED."fingerprint", "linkUniq" = EXCLUDED."linkUniq",
          "autofill" = EXCLUDED."autofill", "createdAt" = EXCLUDED."createdAt"`
+}
+
+/**
+ * The key rows of the links of a batch (insertPlainLinks), each matched to its inserted row by domain and slug;
+ * a slug the batch holds twice (a generated one drawn twice) keys only its first link, the one stored.
+ */
+function idempotentCreatesSql(params: unknown[], links: { workspaceId: number; domain: string; slug: string; idempotency?: IdempotentCreateKey }[]): string {
+  const at = (value: unknown) => `$${params.push(value)}`
+  const seen = new Set<string>()
+  const keys = links.flatMap((link) => {
+    const slug = `${link.domain}\u0000${slugKey(link.slug)}`
+    if (seen.has(slug)) return []
+    seen.add(slug)
+    const key = link.idempotency!
+    return [
+      `(${at(link.workspaceId)}::int, ${at(link.domain)}::text, ${at(slugKey(link.slug))}::text, ${at(key.key)}::text, ${at(key.fingerprint)}::text, ` +
+        `${at(key.autofill)}::text, ${at(key.at.toISOString())}::timestamptz AT TIME ZONE 'UTC')`,
+    ]
+  })
+  return `INSERT INTO "IdempotentCreate" ("workspaceId", "key", "fingerprint", "linkUniq", "autofill", "createdAt")
+       SELECT k."workspaceId", k."key", k."fingerprint", i."uniq", k."autofill", k."createdAt"
+       FROM inserted i JOIN (VALUES ${keys.join(', ')}) AS k("workspaceId", "domain", "slugKey", "key", "fingerprint", "autofill", "createdAt")
+         ON k."domain" = i."domain" AND k."slugKey" = i."slugKey"
+       ON CONFLICT ("workspaceId", "key") DO UPDATE SET "fingerprint" = EXCLUDED."fingerprint", "linkUniq" = EXCLUDED."linkUniq",
+         "autofill" = EXCLUDED."autofill", "createdAt" = EXCLUDED."createdAt"`
+}
+
+/**
+ * The links creates with these keys made since `since` (the keys' 24 hours) and still there, by key: one
+ * statement for the key rows (by their primary key), one for the links when there are any.
+ */
+export async function findIdempotentCreates(
+  database: Database,
+  workspaceId: number,
+  keys: string[],
+  since: Date,
+): Promise<Map<string, { fingerprint: string; link: StoredLink }>> {
+  const found = new Map<string, { fingerprint: string; link: StoredLink }>()
+  const rows = await database.sql<{ key: string; fingerprint: string; linkUniq: number }>(
+    `SELECT "key", "fingerprint", "linkUniq" FROM "IdempotentCreate"
+     WHERE "workspaceId" = $1 AND "key" = ANY($2::text[]) AND "createdAt" > $3::timestamptz AT TIME ZONE 'UTC'`,
+    [workspaceId, keys, since.toISOString()],
+  )
+  if (rows.length === 0) return found
+  const links = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."uniq" = ANY($1::int[]) AND l."workspaceId" = $2`, [
+    rows.map((row) => row.linkUniq),
+    workspaceId,
+  ])
+  const byUniq = new Map(links.map((row) => [row.uniq, toStoredLink(row)]))
+  for (const row of rows) {
+    const link = byUniq.get(row.linkUniq)
+    if (link) found.set(row.key, { fingerprint: row.fingerprint, link })
+  }
+  return found
 }
 
 /** Forgets the keys of creates past their 24 hours (findIdempotentCreate ignores them already). */

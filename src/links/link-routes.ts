@@ -16,10 +16,11 @@ import { IDEMPOTENCY_KEY_NOTE, IdempotencyKeyHeaders, withIdempotencyAnswers } f
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
 import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
-import { createLinks } from './link-bulk.js'
+import { bulkItemKey, createLinks, type BulkIdempotency } from './link-bulk.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
-import { findIdempotentCreate } from './link-repository.js'
-import { idempotencyKeyReused } from '../errors/idempotency-errors.js'
+import { findIdempotentCreate, findIdempotentCreates } from './link-repository.js'
+import { OutcomeUnknownError } from '../db/errors.js'
+import { bulkOutcomeUnknown, idempotencyKeyReused } from '../errors/idempotency-errors.js'
 import { REPLAYED_HEADER } from '../idempotency/replay.js'
 
 export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
@@ -134,11 +135,30 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       },
     },
     async (request) => {
-      const results = await createLinks(options.links, request.caller, request.body, (count) =>
-        app.quotas.reserveMany(request, 'create', count),
-      )
+      const claim = request.idempotencyClaim
+      let idempotency: BulkIdempotency | undefined
+      if (claim) {
+        // An attempt with this key that was never answered (its connection lost, its instance dead) may have
+        // stored some of the links: those are answered, the others created now.
+        const since = new Date(app.idempotency.now() - app.idempotency.answerTtlMs)
+        const keys = request.body.links.map((_, index) => bulkItemKey(claim.scope.key, index))
+        const found = await findIdempotentCreates(options.links.database, request.caller.workspaceId, keys, since)
+        if ([...found.values()].some((earlier) => earlier.fingerprint !== claim.fingerprint)) {
+          // The key stays the first request's: its own retry must still find its links.
+          await app.idempotency.release(request)
+          throw idempotencyKeyReused()
+        }
+        const earlier = new Map(keys.flatMap((key, index) => (found.has(key) ? [[index, found.get(key)!.link] as const] : [])))
+        if (earlier.size > 0) request.log.info({ links: earlier.size }, 'idempotency key: the links an earlier attempt stored are answered')
+        idempotency = { key: claim.scope.key, fingerprint: claim.fingerprint, at: new Date(app.idempotency.now()), earlier }
+      }
+      const results = await createLinks(
+        options.links, request.caller, request.body, (count) => app.quotas.reserveMany(request, 'create', count), idempotency,
+      ).catch((error: unknown) => {
+        throw idempotency && error instanceof OutcomeUnknownError ? bulkOutcomeUnknown() : error
+      })
       return {
-        results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, 0) } : result)),
+        results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, result.link.clicks ?? 0) } : result)),
       }
     },
   )

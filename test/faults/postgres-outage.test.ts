@@ -18,6 +18,8 @@ import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase } from '../support/test-app.js'
 import { DESKTOP } from '../redirects/visit-support.js'
 import { ask, countStatuses, createLink, eventually, type Answer } from './fault-support.js'
+import { FakeClock } from '../rate-limits/quota-support.js'
+import { CLAIM_LEASE_MS } from '../../src/idempotency/idempotency-store.js'
 
 const CONCURRENCY = 6
 /** Creates answered before the outage begins. */
@@ -157,6 +159,44 @@ t.test('regression: a create whose INSERT was committed but whose answer was los
   const stored = await direct.prisma.link.findMany({ where: { slug: 'lost-answer' } })
   t.equal(stored.length, 1, 'stored once')
   t.equal(json(response).uniq, stored[0].uniq, 'and the answer is that link')
+  t.same(log.errorLines(), [])
+})
+
+t.test('a keyed bulk create whose INSERT was committed but whose answer was lost: 503 that says to send it again with the key, which answers those links, stored once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { direct, proxied, proxy, token } = await sharedApp()
+  // An instance whose key store (the database, without REDIS_URL) runs on a clock of the test's.
+  const clock = new FakeClock()
+  const log = errorLog()
+  const { app } = await buildTestApp(t, { database: proxied, logger: log.logger, idempotency: { now: clock.now } })
+  const body = { links: [{ url: 'https://example.com/bulk-lost/1' }, { url: 'https://example.com/bulk-lost/2', id: 'bulk-lost-2' }], autofill: false }
+  const send = () =>
+    app.inject({
+      method: 'POST',
+      url: '/v1/links/bulk',
+      headers: { 'api-authorization': token, 'content-type': 'application/json', 'idempotency-key': '"bulk-lost"' },
+      payload: JSON.stringify(body),
+    })
+  const stored = () =>
+    direct.prisma.link.findMany({ where: { url: { startsWith: 'https://example.com/bulk-lost/' } }, orderBy: { uniq: 'asc' } })
+  insertSent(proxy)
+  const answer = send()
+  t.ok(await eventually(async () => (await stored()).length === 2), 'committed')
+  proxy.refuse()
+  await sleep(500)
+  proxy.restore()
+  const response = await answer
+  t.equal(response.statusCode, 503)
+  t.equal(response.headers['retry-after'], '2')
+  t.match(json(response), { code: 'unavailable', detail: /same Idempotency-Key/ })
+  // The key's store is the database, which was away when the request failed: the key could not be given back, and
+  // holds until its lease ends (with REDIS_URL it is given back at once). Then the retry runs.
+  t.equal((await send()).statusCode, 409, 'the key is still held')
+  clock.advance(CLAIM_LEASE_MS / 1000)
+  const retry = await send()
+  t.equal(retry.statusCode, 200, retry.body)
+  const links = await stored()
+  t.equal(links.length, 2, 'stored once')
+  t.same(json(retry).results.map((result: { link: { uniq: number } }) => result.link.uniq), links.map((link) => link.uniq), 'the retry answers them')
   t.same(log.errorLines(), [])
 })
 

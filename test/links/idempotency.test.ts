@@ -351,6 +351,55 @@ t.test('an instance that died between storing the link and keeping the answer: t
   t.equal(await linksOf(ws.name), 3)
 })
 
+t.test('a bulk create whose instance died before keeping its answer: the retry answers the links it stored and creates the others', async (t) => {
+  const { app } = setups[0]
+  clock.set(T0)
+  const ws = await quotaWorkspace(prisma, 'bulk-crash', { hour: 100, day: 1000 })
+  const forgetKeys = () => database.sql(`DELETE FROM "IdempotencyKey" WHERE "workspaceId" = (SELECT "id" FROM "Workspace" WHERE "name" = $1)`, [ws.name])
+  const body = {
+    links: [
+      { url: page('bulk-a') },
+      { url: page('bulk-b'), id: 'bulk-b' },
+      // Stored in a transaction of its own, as a single create stores it.
+      { url: page('bulk-c'), pixels: [{ platform: 'ga', value: 'G-BULK' }] },
+      { url: 'not a url' },
+    ],
+    autofill: false,
+  }
+  const results = (response: { json(): any }) => response.json().results as { status: number; link?: { uniq: number }; problem?: { code: string } }[]
+  const first = await post(app, ws.token, BULK, body, 'bulk-crash')
+  t.equal(first.statusCode, 200)
+  t.same(results(first).map((result) => result.status), [201, 201, 201, 400])
+  const uniqs = results(first).map((result) => result.link?.uniq)
+
+  // The whole batch stored, the answer never kept.
+  await forgetKeys()
+  const retry = await post(app, ws.token, BULK, body, 'bulk-crash')
+  t.equal(retry.statusCode, 200)
+  t.same(results(retry).map((result) => result.link?.uniq), uniqs, 'the same links, the bad one answered 400 again')
+  t.equal(await linksOf(ws.name), 3, 'nothing created twice')
+  t.equal(quotaHeaders(retry).remaining, quotaHeaders(first).remaining, 'no quota taken for the links answered again')
+
+  // Only part of the batch stored (here: the first link gone, and its key row with it).
+  await prisma.link.delete({ where: { uniq: uniqs[0] } })
+  await forgetKeys()
+  const partial = await post(app, ws.token, BULK, body, 'bulk-crash')
+  t.same(results(partial).map((result) => result.status), [201, 201, 201, 400])
+  t.not(results(partial)[0].link?.uniq, uniqs[0], 'the missing link is created')
+  t.same(results(partial).slice(1, 3).map((result) => result.link?.uniq), uniqs.slice(1, 3), 'the stored ones answered')
+  t.equal(await linksOf(ws.name), 3)
+  t.equal(Number(quotaHeaders(partial).remaining), Number(quotaHeaders(retry).remaining) - 1, 'one create counted')
+
+  // Another body with the key is refused, and the first body's retry still finds its links.
+  await forgetKeys()
+  const other = await post(app, ws.token, BULK, { ...body, links: body.links.slice(1) }, 'bulk-crash')
+  t.equal(other.statusCode, 422)
+  t.equal(other.json().code, 'idempotency_key_reused')
+  const again = await post(app, ws.token, BULK, body, 'bulk-crash')
+  t.same(results(again).slice(1, 3).map((result) => result.link?.uniq), uniqs.slice(1, 3))
+  t.equal(await linksOf(ws.name), 3)
+})
+
 t.test('5xx is not kept: the retry runs again', async (t) => {
   // A quota store that fails while `down`: under RATE_LIMIT_ON_REDIS_ERROR=deny the create is 503.
   let down = true
