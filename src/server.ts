@@ -31,18 +31,16 @@ async function main(): Promise<void> {
         'several instances need REDIS_URL to share the quotas',
     )
   }
-  if (database.kind === 'embedded') {
-    const created = await bootstrapEmbedded(database.prisma, config)
-    if (created) {
-      const domain = created.domain
-        ? `default domain ${created.domain}`
-        : `no domain of its own: ${DEV_DOMAIN} is in RESERVED_DOMAINS; stop the server and add one with domain:add`
-      // Written to the terminal once, never to the log.
-      process.stderr.write(
-        `\nFirst start on an empty embedded database: created workspace "${DEV_WORKSPACE}" (${domain}).\n` +
-          `Its API token, shown only now:\n\n  ${created.token}\n\n`,
-      )
-    }
+  const created = database.kind === 'embedded' ? await bootstrapEmbedded(database.prisma, config) : undefined
+  if (created) {
+    const domain = created.domain
+      ? `default domain ${created.domain}`
+      : `no domain of its own: ${DEV_DOMAIN} is in RESERVED_DOMAINS; stop the server and add one with domain:add`
+    // Written to the terminal once, never to the log.
+    process.stderr.write(
+      `\nFirst start on an empty embedded database: created workspace "${DEV_WORKSPACE}" (${domain}).\n` +
+        `Its API token, shown only now:\n\n  ${created.token}\n\n`,
+    )
   }
 
   closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
@@ -52,6 +50,9 @@ async function main(): Promise<void> {
   })
 
   await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
+    // The token printed above would be spent on a start that failed: the next start makes the workspace again
+    // and prints a new one, next to its own outcome.
+    if (created) await database.prisma.workspace.delete({ where: { name: DEV_WORKSPACE } }).catch(() => {})
     await app.close()
     throw new StartError(`Could not start: cannot listen on HOST ${config.host}, PORT ${config.port}: ${errorText(error)}`)
   })

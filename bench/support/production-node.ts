@@ -8,7 +8,8 @@ export function productionNode(): { env: Record<string, string>; execArgv: strin
   const { scripts } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { scripts: { start: string } }
   const words = scripts.start.split(/\s+/)
   const node = words.indexOf('node')
-  const env = Object.fromEntries(words.slice(0, node).map((word) => word.split('=') as [string, string]))
+  // The assignments before `exec node` (exec: the shell becomes node, so a SIGTERM to npm reaches it).
+  const env = Object.fromEntries(words.slice(0, node).filter((word) => word.includes('=')).map((word) => word.split('=') as [string, string]))
   const execArgv = words.slice(node + 1).filter((word) => word.startsWith('--'))
   return { env, execArgv }
 }

@@ -117,6 +117,17 @@ t.test('a start that cannot listen or open its database says which variable to c
     t.match(output, message)
     t.notMatch(output, /\n\s+at /, 'no stack trace')
   }
+
+  // The first of those starts had made the workspace and printed its token before it failed to listen: spent on a
+  // failed start, it would be lost among the error's lines. The next start makes the workspace again and prints a new one.
+  const server = await startServer({ DATA_DIR: dataDir })
+  t.teardown(() => server.child.kill('SIGKILL'))
+  const token = /\n {2}(sl_[A-Za-z0-9_-]{32})\n/.exec(server.output())?.[1]
+  t.ok(token, 'the next start prints a token')
+  const listed = await fetch(`http://127.0.0.1:${server.port}/v1/links`, { headers: { 'api-authorization': token ?? '' } })
+  t.equal(listed.status, 200, 'which works')
+  server.child.kill('SIGTERM')
+  await once(server.child, 'exit')
 })
 
 t.test('the first start says so when go.localhost is reserved and the workspace has no domain of its own', async (t) => {
