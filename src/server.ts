@@ -8,6 +8,13 @@ import { bootstrapEmbedded, DEV_DOMAIN, DEV_WORKSPACE } from './workspaces/boots
 
 /** Grace period for in-flight requests on SIGTERM/SIGINT before the process exits anyway. */
 const SHUTDOWN_GRACE_MS = 10_000
+/**
+ * The signals that close the server. Under `npm start` (which execs node) npm forwards them to the server, so one
+ * sent to the whole process group (Ctrl-C in a terminal, systemd's stop) arrives twice: the same signal again
+ * within DUPLICATE_SIGNAL_MS is that copy, not an operator insisting (which exits at once, as before).
+ */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const
+const DUPLICATE_SIGNAL_MS = 1000
 
 async function main(): Promise<void> {
   const config = loadConfig()
@@ -43,11 +50,25 @@ async function main(): Promise<void> {
     )
   }
 
-  closeWithGrace({ delay: SHUTDOWN_GRACE_MS }, async ({ signal, err }) => {
+  let stopping: { signal: string; at: number } | undefined
+  let closing = false
+  const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
+    closing = true
     if (err) app.log.error({ err }, 'shutting down after an error')
-    else app.log.info(`${signal} received: finishing in-flight requests`)
+    else app.log.info(`${signal ?? stopping?.signal} received: finishing in-flight requests`)
     await app.close()
   })
+  for (const signal of STOP_SIGNALS) {
+    process.on(signal, () => {
+      if (!stopping && !closing) {
+        stopping = { signal, at: Date.now() }
+        grace.close()
+      } else if (!stopping || signal !== stopping.signal || Date.now() - stopping.at >= DUPLICATE_SIGNAL_MS) {
+        app.log.error(`second ${signal}, exiting`)
+        process.exit(1)
+      }
+    })
+  }
 
   await app.listen({ port: config.port, host: config.host }).catch(async (error: unknown) => {
     // The token printed above would be spent on a start that failed: the next start makes the workspace again

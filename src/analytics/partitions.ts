@@ -64,7 +64,6 @@ async function createPartition(prisma: PrismaClient, month: Month): Promise<void
   if (!names) known.set(prisma, (names = new Set((await attachedPartitions(prisma)).map((partition) => partition.name))))
   if (names.has(month.name)) return
   try {
-    // A table left unattached (a process stopped between the two) is attached now.
     await ddl(prisma, [
       `CREATE TABLE IF NOT EXISTS "analytics"."${month.name}" (LIKE "analytics"."Visit" INCLUDING DEFAULTS)`,
       `ALTER TABLE "analytics"."Visit" ATTACH PARTITION "analytics"."${month.name}" FOR VALUES FROM ('${month.from}') TO ('${month.to}')`,
@@ -102,10 +101,15 @@ export async function ensurePartitionsFor(prisma: PrismaClient, visits: { at: nu
   for (const at of months.values()) await createPartition(prisma, monthOf(at))
 }
 
-/** This month's partition and the next MONTHS_AHEAD. */
+/** This month's partition and the next MONTHS_AHEAD; a month that fails does not stop the next ones. */
 export async function createPartitionsAhead(prisma: PrismaClient, now: Date): Promise<void> {
-  for (let offset = 0; offset <= MONTHS_AHEAD; offset++) await createPartition(prisma, monthOf(now, offset))
+  const failures: unknown[] = []
+  for (let offset = 0; offset <= MONTHS_AHEAD; offset++) await createPartition(prisma, monthOf(now, offset)).catch((error) => failures.push(error))
+  if (failures.length > 0) throw failures[0]
 }
+
+/** lock_not_available: a DDL statement gave up waiting for its lock (DDL_LOCK_TIMEOUT_MS). */
+const isLockTimeout = (error: unknown) => /55P03|lock timeout/.test(String((error as { message?: string })?.message ?? error))
 
 /**
  * The first instant whose visits are kept: the midnight UTC before `now` less `retentionDays`. The aggregates are
@@ -121,9 +125,10 @@ export function retentionStart(now: Date, retentionDays: number): Date {
  * Drops the partitions whose every visit is older than `retentionDays` and already summed into the aggregates
  * (a link's all-time `clicks` counts the rolled-up ones: a visit dropped before its rollup, such as those of an
  * instance's last minute before a stop, would never be counted), deletes aggregates older than that (from a whole UTC day),
- * seen-today rows older than yesterday and the ids of batches stored over a day ago. Returns the partitions dropped.
+ * seen-today rows older than yesterday and the ids of batches stored over a day ago. Returns the partitions
+ * dropped, and those whose drop gave up waiting for its lock (a long reader): left for the next maintenance.
  */
-export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays: number): Promise<string[]> {
+export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays: number): Promise<{ dropped: string[]; deferred: string[] }> {
   const cutoff = now.getTime() - retentionDays * 86_400_000
   const [rollup] = await prisma.$queryRawUnsafe<{ rolledUpTo: Date }[]>(`SELECT "rolledUpTo" FROM "analytics"."Rollup"`)
   const summedUpTo = rollup ? new Date(rollup.rolledUpTo).getTime() : -Infinity
@@ -131,8 +136,17 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
     // A partition without an upper bound (a DEFAULT one an operator added) is never dropped.
     .filter((partition) => partition.upper !== null && new Date(partition.upper).getTime() <= Math.min(cutoff, summedUpTo))
     .map((partition) => partition.name)
+  const dropped: string[] = []
+  const deferred: string[] = []
   for (const name of expired) {
-    await ddl(prisma, [`DROP TABLE IF EXISTS "analytics"."${name}"`])
+    try {
+      await ddl(prisma, [`DROP TABLE IF EXISTS "analytics"."${name}"`])
+    } catch (error) {
+      if (!isLockTimeout(error)) throw error
+      deferred.push(name)
+      continue
+    }
+    dropped.push(name)
     known.get(prisma)?.delete(name)
   }
   // Both tiers are cut at the same midnight UTC (hourly rows of the cutoff's own day stay, at most a day past the retention).
@@ -145,5 +159,5 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
   const dayAgo = new Date(now.getTime() - 86_400_000).toISOString()
   await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, dayAgo.slice(0, 10))
   await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."VisitBatch" WHERE "storedAt" < $1::timestamptz`, dayAgo)
-  return expired
+  return { dropped, deferred }
 }

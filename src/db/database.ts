@@ -68,8 +68,10 @@ export interface Database {
   pools(): PoolStats[]
   /**
    * Ends the connections lent out now, so that their statements fail at once as the database unavailable (a
-   * 503), and the transactions on them roll back: the close of the app calls it once requests have had their
-   * time, so that none waits past it for a database that stopped answering. Nothing on the embedded database.
+   * 503): the close of the app calls it once requests have had their time, so that none waits past it for a
+   * database that stopped answering. A transaction open on them rolls back; a statement PostgreSQL runs on its
+   * own may still complete, as when a connection breaks (`write` says so: OutcomeUnknownError). Nothing on the
+   * embedded database.
    */
   interrupt(): void
   /** Closes the connections; a statement still going is ended (interrupt), not waited for. */

@@ -31,16 +31,20 @@ export const idempotencyKeyReused = () =>
   )
 
 /**
- * A keyed bulk create whose statement reached the database and whose answer was lost: each link is stored with
- * its key row or not at all, so the key's retry answers the stored ones and creates the others.
+ * A bulk create whose statement reached the database and whose answer was lost: its links may be stored. With an
+ * Idempotency-Key each link is stored with its key row or not at all, so the key's retry answers the stored ones
+ * and creates the others; without one, only a look tells.
  */
-export const bulkOutcomeUnknown = () =>
+export const bulkOutcomeUnknown = (keyed: boolean) =>
   new AppError(
     503,
     'unavailable',
     'The connection to the database broke while the links were being stored, and the service could not learn ' +
-      'which were: send the request again with the same Idempotency-Key, which answers the links that were stored ' +
-      'and creates the others',
+      'which were: ' +
+      (keyed
+        ? 'send the request again with the same Idempotency-Key, which answers the links that were stored and creates the others'
+        : 'look them up before creating them again (links with an id that were stored answer 409 slug_taken); ' +
+          'an Idempotency-Key makes such a retry safe'),
     undefined,
     retryShortly,
   )

@@ -235,11 +235,12 @@ export async function insertPlainLinks(
   const insert = `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
      ON CONFLICT DO NOTHING RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`
   const keyed = links.filter((link) => link.idempotency)
-  // With an Idempotency-Key, each link's key row goes in the same statement (both stored, or neither), and a
-  // lost answer is OutcomeUnknownError: the key's retry finds what was stored (findIdempotentCreates).
-  const rows = keyed.length === 0
-    ? await database.sql<LinkRow>(insert, params)
-    : await database.write<LinkRow>(`WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`, params)
+  // A lost answer is OutcomeUnknownError: the links may be stored. With an Idempotency-Key, each link's key row
+  // goes in the same statement (both stored, or neither), so that the key's retry finds what was (findIdempotentCreates).
+  const rows = await database.write<LinkRow>(
+    keyed.length === 0 ? insert : `WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`,
+    params,
+  )
   const byKey = new Map(rows.map((row) => [`${row.domain}\u0000${row.slugKey}`, row]))
   return links.map((link) => {
     const key = `${link.domain}\u0000${slugKey(link.slug)}`

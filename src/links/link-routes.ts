@@ -155,7 +155,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       const results = await createLinks(
         options.links, request.caller, request.body, (count) => app.quotas.reserveMany(request, 'create', count), idempotency,
       ).catch((error: unknown) => {
-        throw idempotency && error instanceof OutcomeUnknownError ? bulkOutcomeUnknown() : error
+        throw error instanceof OutcomeUnknownError ? bulkOutcomeUnknown(idempotency !== undefined) : error
       })
       return {
         results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, result.link.clicks ?? 0) } : result)),

@@ -15,7 +15,7 @@
  *   about a millisecond that no server can close.)
  * - a request still going `busyLimitMs` after the close began has its work interrupted (`interrupt`: the
  *   database's connections in use are ended, so a request waiting for a database that stopped answering is
- *   answered 503 at once, its transaction rolled back), and a moment later its connection is closed if it still
+ *   answered 503 at once, as when its connection breaks), and a moment later its connection is closed if it still
  *   goes (a client sending its body a byte at a time), so the close ends in time to write the buffered visits
  *   before the process is killed.
  */

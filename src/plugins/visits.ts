@@ -100,13 +100,16 @@ export default fp(
       })
 
     const maintain = async () => {
+      const at = new Date(now())
+      await createPartitionsAhead(prisma, at).catch((error) =>
+        app.log.warn({ err: error }, 'visits: creating the partitions ahead failed; tried again later'),
+      )
       try {
-        const at = new Date(now())
-        await createPartitionsAhead(prisma, at)
-        const dropped = await dropExpired(prisma, at, options.config.visitRetentionDays)
+        const { dropped, deferred } = await dropExpired(prisma, at, options.config.visitRetentionDays)
         if (dropped.length > 0) app.log.info({ dropped }, 'visits: partitions past the retention dropped')
+        if (deferred.length > 0) app.log.info({ deferred }, 'visits: partitions past the retention kept for now (a long read held them); tried again later')
       } catch (error) {
-        app.log.warn({ err: error }, 'visits: partition maintenance failed; tried again later')
+        app.log.warn({ err: error }, 'visits: dropping what is past the retention failed; tried again later')
       }
     }
     const timers: NodeJS.Timeout[] = []
