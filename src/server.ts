@@ -10,8 +10,8 @@ import { bootstrapEmbedded, DEV_DOMAIN, DEV_WORKSPACE } from './workspaces/boots
 const SHUTDOWN_GRACE_MS = 10_000
 /**
  * The signals that close the server. Under `npm start` (which execs node) npm forwards them to the server, so one
- * sent to the whole process group (Ctrl-C in a terminal, systemd's stop) arrives twice: the same signal again
- * within DUPLICATE_SIGNAL_MS is that copy, not an operator insisting (which exits at once, as before).
+ * sent to the whole process group (Ctrl-C in a terminal, systemd's stop) arrives twice: the same signal once
+ * more within DUPLICATE_SIGNAL_MS is that copy, not an operator insisting (which exits at once, as before).
  */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM'] as const
 const DUPLICATE_SIGNAL_MS = 1000
@@ -50,7 +50,7 @@ async function main(): Promise<void> {
     )
   }
 
-  let stopping: { signal: string; at: number } | undefined
+  let stopping: { signal: string; at: number; copyIgnored: boolean } | undefined
   let closing = false
   const grace = closeWithGrace({ delay: SHUTDOWN_GRACE_MS, skip: [...STOP_SIGNALS] }, async ({ signal, err }) => {
     closing = true
@@ -61,9 +61,12 @@ async function main(): Promise<void> {
   for (const signal of STOP_SIGNALS) {
     process.on(signal, () => {
       if (!stopping && !closing) {
-        stopping = { signal, at: Date.now() }
+        stopping = { signal, at: Date.now(), copyIgnored: false }
         grace.close()
-      } else if (!stopping || signal !== stopping.signal || Date.now() - stopping.at >= DUPLICATE_SIGNAL_MS) {
+      } else if (stopping && !stopping.copyIgnored && signal === stopping.signal && Date.now() - stopping.at < DUPLICATE_SIGNAL_MS) {
+        stopping.copyIgnored = true
+        app.log.info(`${signal} again at once: taken for the copy npm forwards; once more exits at once`)
+      } else {
         app.log.error(`second ${signal}, exiting`)
         process.exit(1)
       }

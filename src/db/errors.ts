@@ -26,6 +26,17 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   return false
 }
 
+/**
+ * A connection that broke while in use (reset, terminated, or silent past its deadline), as opposed to one that
+ * could not be had: what was sent on it, a COMMIT included, may have run.
+ */
+const LOST_IN_USE = /Connection terminated|ECONNRESET|EPIPE|Query read timeout/i
+
+export function isConnectionLost(error: unknown): boolean {
+  for (const current of chain(error)) if (typeof current.message === 'string' && LOST_IN_USE.test(current.message)) return true
+  return false
+}
+
 /** True when a write failed on a unique constraint (P2002, whichever driver adapter reported it). */
 export function isUniqueViolation(error: unknown): boolean {
   const code = (error as { code?: unknown })?.code

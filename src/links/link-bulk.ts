@@ -26,6 +26,7 @@ import { LinkInput } from '../../schemas/link.js'
 import type { ProblemBody } from '../../schemas/problem.js'
 import type { BulkCreateRequest } from '../../schemas/link-bulk.js'
 import { AppError, slugReserved, slugTaken, validationFailed } from '../errors/app-error.js'
+import { isDatabaseUnavailable, OutcomeUnknownError } from '../db/errors.js'
 import type { Caller } from '../plugins/auth.js'
 import { clientDataProblems } from '../plugins/client-data.js'
 import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
@@ -196,6 +197,9 @@ export async function createLinks(
       }
     }
     for (const item of admitted.filter((item) => !isPlainLink(item.settings))) await store(item)
+  } catch (error) {
+    // The batch fails whole (a 503), but links stored before it failed stay: a retry must not take it for undone.
+    throw created > 0 && isDatabaseUnavailable(error) && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error
   } finally {
     await reservation.settle(created)
   }

@@ -3,7 +3,7 @@ import { Prisma } from '../generated/prisma/client.js'
 import { changesGroups, GROUPED_LINK_COLUMNS, IN_NO_GROUP_SQL, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
 import { clicksSql } from '../analytics/stats-clicks.js'
 import type { Database, PrismaClient, SqlQuery } from '../db/database.js'
-import { isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
+import { isConnectionLost, isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
 import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
 import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
@@ -489,6 +489,13 @@ export async function findIdempotentCreate(
 
 export async function insertLink(database: Database, link: NewLink): Promise<StoredLink> {
   if (isPlainLink(link.settings)) return insertPlainLink(database, link)
+  // A connection lost in the transaction may have lost the answer to its COMMIT: the link may be stored.
+  return insertWithPixels(database, link).catch((error: unknown) => {
+    throw isConnectionLost(error) && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error
+  })
+}
+
+function insertWithPixels(database: Database, link: NewLink): Promise<StoredLink> {
   return inTransaction(database.prisma, async (tx) => {
     const pixelIds = await resolvePixels(tx, link.workspaceId, link.settings.pixels)
     await lockScripts(tx, link.workspaceId, link.settings.linkScripts)

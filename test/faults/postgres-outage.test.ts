@@ -5,6 +5,7 @@
  * stored, nothing answered 503 is stored, and the service recovers by itself.
  */
 import { once } from 'node:events'
+import type { LightMyRequestResponse } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
 import pg from 'pg'
 import t, { type Test } from 'tap'
@@ -212,6 +213,55 @@ t.test('a bulk create without a key whose INSERT was committed but whose answer 
   const response = await answer
   t.equal(response.statusCode, 503)
   t.match(json(response), { code: 'unavailable', detail: /could not learn which were: look them up before creating them again/ })
+})
+
+t.test('a create or bulk create of links with pixels whose COMMIT was answered but the answer lost: 503 that says they may be stored; a keyed retry answers them', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { app, direct, proxy, token } = await sharedApp()
+  await app.ready()
+  const pixel = (n: string) => ({ pixels: [{ platform: 'facebook', value: `COMMIT-${n}` }] })
+  const stored = (prefix: string) => direct.prisma.link.findMany({ where: { url: { startsWith: prefix } }, orderBy: { uniq: 'asc' } })
+  /** Sends `request` with the answer to its COMMIT held, once it is committed cuts the connections, and returns the answer. */
+  const commitAnswerLost = async (request: () => Promise<LightMyRequestResponse>, prefix: string, count: number) => {
+    proxy.holdRepliesTo('COMMIT')
+    const answer = request()
+    t.ok(await eventually(async () => (await stored(prefix)).length === count), `${prefix}: committed`)
+    proxy.refuse()
+    await sleep(300)
+    proxy.restore()
+    return answer
+  }
+
+  const single = await commitAnswerLost(
+    () => client(app, token).create({ url: 'https://example.com/commit-single', ...pixel('single') }, { autofill: false }),
+    'https://example.com/commit-single', 1,
+  )
+  t.equal(single.statusCode, 503)
+  t.match(json(single), { code: 'unavailable', detail: /could not learn whether it was/ })
+
+  const batch = (prefix: string) => ({
+    links: [{ url: `${prefix}/plain` }, { url: `${prefix}/pixel`, ...pixel(prefix.slice(-5)) }],
+    autofill: false,
+  })
+  const unkeyed = await commitAnswerLost(
+    () => client(app, token).send('POST', '/v1/links/bulk', batch('https://example.com/commit-bulk')),
+    'https://example.com/commit-bulk', 2,
+  )
+  t.equal(unkeyed.statusCode, 503)
+  t.match(json(unkeyed), { code: 'unavailable', detail: /could not learn which were: look them up/ })
+
+  const keyedBody = batch('https://example.com/commit-keyd')
+  const keyed = () => client(app, token).send('POST', '/v1/links/bulk', keyedBody, { 'idempotency-key': 'commit-lost' })
+  const first = await commitAnswerLost(keyed, 'https://example.com/commit-keyd', 2)
+  t.equal(first.statusCode, 503)
+  t.match(json(first), { code: 'unavailable', detail: /same Idempotency-Key/ })
+  // The key store is the database here, which was away as the request failed: the key holds until its lease
+  // ends, or the next retry after the key is free. Released by hand here, as the lease's end would.
+  await direct.sql(`DELETE FROM "IdempotencyKey" WHERE "key" = 'commit-lost'`)
+  const retry = await keyed()
+  t.equal(retry.statusCode, 200, 'the retry runs')
+  const links = await stored('https://example.com/commit-keyd')
+  t.equal(links.length, 2, 'nothing stored twice')
+  t.same(json(retry).results.map((result: { link: { uniq: number } }) => result.link.uniq), links.map((link) => link.uniq), 'the retry answers them')
 })
 
 t.test('regression: a lost create whose slug another took before it ran is 409, and it is not stored', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {

@@ -86,6 +86,26 @@ t.test('a signal sent twice at once (npm forwarding what the whole process group
   const [code] = await once(server.child, 'exit')
   t.equal(code, 1, 'a second SIGINT a moment later exits at once')
   t.match(server.output(), /second SIGINT, exiting/)
+
+  // Ctrl-C twice in quick succession under npm: the first press's two copies, then the second press, obeyed.
+  // (A moment apart: signals of one kind sent at the same instant may reach a process as one.)
+  const quick = await startServer({ DATA_DIR: otherDir })
+  t.teardown(() => quick.child.kill('SIGKILL'))
+  const held = request({
+    port: quick.port, host: '127.0.0.1', method: 'POST', path: '/v1/links/create',
+    headers: { 'content-type': 'application/json', 'content-length': 100, 'api-authorization': token },
+  })
+  held.on('error', () => {})
+  held.write('{')
+  await new Promise((resolve) => setTimeout(resolve, 300))
+  const exited = once(quick.child, 'exit')
+  for (let i = 0; i < 3; i++) {
+    quick.child.kill('SIGINT')
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+  const [quickCode] = await exited
+  t.equal(quickCode, 1, 'a third SIGINT within the second exits at once')
+  t.match(quick.output(), /SIGINT again at once: taken for the copy npm forwards/)
 })
 
 t.test('a second start does not create another token', async (t) => {
