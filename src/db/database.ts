@@ -6,7 +6,7 @@ import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { PrismaClient } from '../generated/prisma/client.js'
 import { acquireDataDirLock } from './data-dir-lock.js'
-import { isDatabaseUnavailable, OutcomeUnknownError } from './errors.js'
+import { isConnectionLost, isDatabaseUnavailable, OutcomeUnknownError } from './errors.js'
 import { applyMigrations, type SqlRunner } from './migrate.js'
 
 export type { PrismaClient }
@@ -420,9 +420,12 @@ async function onPooledClient<T>(pool: pg.Pool, work: (client: pg.PoolClient) =>
 /** Database.transaction on a pg pool: BEGIN … COMMIT on one of its connections, ROLLBACK if `work` throws. */
 export async function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery, copyIn: CopyIn) => Promise<T>, statementTimeoutMs?: number): Promise<T> {
   let stale = false
+  let began = false
   const attempt = () =>
     onPooledClient(pool, async (client) => {
+      began = false
       await client.query('BEGIN')
+      began = true
       try {
         const result = await work(async (sql, params = [], prepared) => {
           const config: pg.QueryConfig = pgQuery(sql, params, prepared)
@@ -443,15 +446,22 @@ export async function poolTransaction<T>(pool: pg.Pool, work: (query: SqlQuery, 
         throw error
       }
     })
-  try {
-    return await attempt()
-  } catch (error) {
-    // Rolled back before anything else ran: the whole transaction once more, its stale statement renamed.
-    if (!stale) throw error
-    stale = false
-    return attempt()
+  for (let attempts = 1; ; attempts++) {
+    try {
+      return await attempt()
+    } catch (error) {
+      // Nothing of the transaction ran, and another attempt can succeed: its prepared statement was stale (renamed
+      // now), or its BEGIN went to a connection that had broken while idle in the pool (a network cut, which the
+      // pool learns of only once it reads the socket's close; the broken one is discarded).
+      const idleBroken = !began && isConnectionLost(error)
+      if (!(stale || idleBroken) || attempts >= TRANSACTION_BEGIN_ATTEMPTS) throw error
+      stale = false
+    }
   }
 }
+
+/** Attempts of a transaction whose BEGIN met a connection broken while idle (the pool may hold several). */
+const TRANSACTION_BEGIN_ATTEMPTS = 3
 
 /** Database.write on a pg pool: a connection lost once the statement may have reached the server is OutcomeUnknownError. */
 export function poolWrite<Row>(pool: pg.Pool, sql: string, params: unknown[] = [], prepared?: Prepared): Promise<Row[]> {

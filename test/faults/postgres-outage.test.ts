@@ -381,6 +381,12 @@ t.test('regression: a connection cut during a transaction (a batch of visits) fa
   await t.rejects(transaction, /Connection terminated/, 'the transaction fails (before the fix, the process died of an uncaught error event)')
   proxy.restore()
   t.same(await proxied.transaction((query) => query('SELECT 1 AS one')), [{ one: 1 }], 'and the next one works')
+
+  // A connection idle in the pool when the cut comes: a transaction begun at once gets it (the pool has not read
+  // its close yet), and its BEGIN fails; nothing ran, so it begins again on another connection.
+  await Promise.all([1, 2, 3].map(() => proxied.transaction((query) => query('SELECT 1'))))
+  proxy.cut()
+  t.same(await proxied.transaction((query) => query('SELECT 2 AS two')), [{ two: 2 }], 'a transaction begun right after a cut runs')
 })
 
 t.test('a database that stops answering on open connections: 503s within the statement timeouts, not a hang', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
