@@ -92,10 +92,17 @@ export default fp(
       done(null, payload)
     })
 
+    // Once the server is closed no request is going: the busy limit must not interrupt the database's work after
+    // that (another app on the same database, as in the tests, or the close's own writes of the visits).
+    let busyLimit: NodeJS.Timeout | undefined
+    app.addHook('onClose', (_instance, done) => {
+      clearTimeout(busyLimit)
+      done()
+    })
     app.addHook('preClose', async () => {
       closing = true
       const began = Date.now()
-      setTimeout(() => {
+      busyLimit = setTimeout(() => {
         options.interrupt?.()
         setTimeout(() => app.server.closeAllConnections(), INTERRUPTED_ANSWERS_MS).unref()
       }, busyLimitMs).unref()

@@ -491,3 +491,16 @@ t.test(
     t.ok(logLines(server.output()).some((line) => line.lost === 3), 'the three buffered visits are logged as lost')
   },
 )
+
+t.test("an app's close does not interrupt the database work of another app on the same database", { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { database } = await openTestDatabase(t)
+  const drain = { idleGraceMs: 50, limitMs: 100, busyLimitMs: 300 }
+  const closing = await buildTestApp(t, { database, drain })
+  const staying = await buildTestApp(t, { database, drain })
+  await Promise.all([closing.app.ready(), staying.app.ready()])
+  await closing.app.close()
+  // Past the closed app's busy limit, a statement of the other app is still under way.
+  const slow = staying.database.sql<{ done: number }>('SELECT 1 AS "done" FROM pg_sleep(0.6)')
+  await sleep(drain.busyLimitMs + 200)
+  t.same(await slow, [{ done: 1 }], 'it completes')
+})
