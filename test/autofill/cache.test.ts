@@ -25,7 +25,7 @@ server.route('/broken', status(500, 'down'))
 t.test('two instances share the Redis cache: one fetch for both; an hour for metadata, a minute for a failure', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
   const env = { ...ALLOW_PRIVATE, REDIS_URL: REDIS_URL! }
-  const [a, b] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, autofill: { keyPrefix } })))
+  const [a, b] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, autofill: { keyPrefix }, rateLimits: { keyPrefix }, idempotency: { keyPrefix }, redirects: { keyPrefix }, visits: { keyPrefix } })))
   const url = server.url('/page?shared')
   const fromA = await client(a.app, token).create({ url })
   t.equal(fromA.headers['x-autofill'], 'filled')

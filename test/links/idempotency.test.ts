@@ -427,7 +427,7 @@ t.test('Redis store: answers expire with their TTL, a dead instance\'s claim wit
   // Redis keeps its own time: a short answer lifetime stands in for 24 h (the lease stays long enough for a
   // request on a loaded machine), and a claim written with a short expiry for a dead instance's.
   const keyPrefix = redisKeyPrefix(t)
-  const { app } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, idempotency: { keyPrefix, answerTtlMs: 400 } })
+  const { app } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, idempotency: { keyPrefix, answerTtlMs: 400 }, rateLimits: { keyPrefix } })
   const ws = await quotaWorkspace(prisma, 'redis expiry', {})
   const body = { link: { url: page('e') }, autofill: false }
   const first = await post(app, ws.token, CREATE, body, 'short')

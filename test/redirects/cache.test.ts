@@ -13,6 +13,9 @@ import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, type TestApp } from '../support/test-app.js'
 import { acmeWorkspace, visit } from './visit-support.js'
 
+/** Every Redis key of an app under the test's prefix: counters left by one run must not count in the next. */
+const ownKeys = (keyPrefix: string) => ({ redirects: { keyPrefix }, rateLimits: { keyPrefix }, idempotency: { keyPrefix }, visits: { keyPrefix } })
+
 const first = await buildTestApp(t)
 const { app, database } = first
 const { api, token, link } = await acmeWorkspace(first)
@@ -134,7 +137,7 @@ async function within(ms: number, check: () => Promise<boolean>): Promise<number
 t.test('two instances on one Redis: an update or delete on one is served fresh by the other within a second', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
   const env = { REDIS_URL: REDIS_URL! }
-  const [a, b]: TestApp[] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, redirects: { keyPrefix } })))
+  const [a, b]: TestApp[] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, ...ownKeys(keyPrefix) })))
   for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
   t.not(await within(2000, async () => a.app.redirects.channel.live && b.app.redirects.channel.live), null, 'both subscribed')
   const onA = client(a.app, token)
@@ -175,7 +178,7 @@ t.test('two instances on one Redis: an update or delete on one is served fresh b
 t.test('two instances on one Redis: links a failed write may have changed, named by uniq, are forgotten by the other too', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
   const env = { REDIS_URL: REDIS_URL! }
-  const [a, b]: TestApp[] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, redirects: { keyPrefix } })))
+  const [a, b]: TestApp[] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, ...ownKeys(keyPrefix) })))
   for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
   t.not(await within(2000, async () => a.app.redirects.channel.live && b.app.redirects.channel.live), null, 'both subscribed')
   const created = json201(await client(a.app, token).create({ domain: 'go.acme.test', id: 'uncertain', url: 'https://example.com/before' }, { autofill: false }))
@@ -190,7 +193,7 @@ t.test('two instances on one Redis: links a failed write may have changed, named
 
 t.test('the links changed in one turn of the event loop go to the other instances in one message', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
-  const { app: sender } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, redirects: { keyPrefix } })
+  const { app: sender } = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, ...ownKeys(keyPrefix) })
   const listener = new Redis(REDIS_URL!)
   t.teardown(() => listener.quit())
   const messages: { keys?: string[]; from?: string }[] = []
@@ -214,8 +217,8 @@ t.test('a change channel that goes silent without closing is noticed: an update 
   const keyPrefix = redisKeyPrefix(t)
   const { proxy, url: proxied } = await TcpProxy.inFrontOf(REDIS_URL!)
   t.teardown(() => proxy.close())
-  const a = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, redirects: { keyPrefix } })
-  const b = await buildTestApp(t, { database, env: { REDIS_URL: proxied }, redirects: { keyPrefix } })
+  const a = await buildTestApp(t, { database, env: { REDIS_URL: REDIS_URL! }, ...ownKeys(keyPrefix) })
+  const b = await buildTestApp(t, { database, env: { REDIS_URL: proxied }, ...ownKeys(keyPrefix) })
   for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
   t.not(await within(2000, async () => a.app.redirects.channel.live && b.app.redirects.channel.live), null, 'both subscribed')
   const created = json201(await client(a.app, token).create({ domain: 'go.acme.test', id: 'frozen', url: 'https://example.com/one' }, { autofill: false }))

@@ -221,7 +221,7 @@ t.test('the window slides, and the right password does not count', async (t) => 
 t.test('the tries are counted in Redis, shared by every instance', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
   const env = { COOKIE_SECRET: SECRET, REDIS_URL: REDIS_URL! }
-  const [a, b] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, redirects: { ...clock, keyPrefix } })))
+  const [a, b] = await Promise.all([0, 1].map(() => buildTestApp(t, { database, env, redirects: { ...clock, keyPrefix }, rateLimits: { keyPrefix }, idempotency: { keyPrefix }, visits: { keyPrefix } })))
   for (const instance of [a, b]) await instance.app.redirects.domains.refresh()
   await protectedLink('shared')
   const address = nextAddress()
