@@ -280,7 +280,6 @@ async function migrate(connectionString: string): Promise<void> {
   }
 }
 
-/** An error PostgreSQL itself sent (pg's DatabaseError carries its SQLSTATE, five characters). */
 /** The clients of `pool` lent out now (for a statement or a transaction). */
 function lentClients(pool: pg.Pool): Set<pg.Client> {
   const lent = new Set<pg.Client>()
@@ -293,10 +292,11 @@ function lentClients(pool: pg.Pool): Set<pg.Client> {
 /** How long closing waits for the pools to end once their connections in use were ended. */
 const CLOSE_WAIT_MS = 500
 
+/** An error PostgreSQL itself sent (pg's DatabaseError carries its SQLSTATE, five characters). */
 const isPostgresError = (error: unknown) => error instanceof pg.DatabaseError && /^[0-9A-Z]{5}$/.test(error.code ?? '')
 
 /** `promise`, or nothing once `ms` have passed (its outcome ignored). */
-const waitAtMost = (promise: Promise<unknown>, ms: number) =>
+export const waitAtMost = (promise: Promise<unknown>, ms: number) =>
   Promise.race([promise.catch(() => undefined), new Promise<void>((resolve) => setTimeout(resolve, ms).unref())])
 
 async function openPostgres(connectionString: string, options: OpenDatabaseOptions): Promise<Database> {

@@ -399,14 +399,18 @@ type NewLink = { workspaceId: number; domain: string; slug: string; settings: Li
  * The INSERT of a create's key row for the link `from` (a statement's alias) returns; a row of the same key older
  * than the key's 24 hours (the only one a create can meet: a live key is answered, not run) is replaced.
  */
+const INSERT_KEY_ROWS = `INSERT INTO "IdempotentCreate" ("workspaceId", "key", "fingerprint", "linkUniq", "autofill", "createdAt")`
+/** A row left by an attempt past its 24 hours (not swept yet) is the new attempt's. */
+const KEY_ROW_TAKEN_OVER = `ON CONFLICT ("workspaceId", "key") DO UPDATE SET "fingerprint" = EXCLUDED."fingerprint", "linkUniq" = EXCLUDED."linkUniq",
+         "autofill" = EXCLUDED."autofill", "createdAt" = EXCLUDED."createdAt"`
+
 function idempotentCreateSql(params: unknown[], workspaceId: number, idempotency: IdempotentCreateKey, from: string): string {
   const at = (value: unknown) => `$${params.push(value)}`
   // createdAt in UTC, as Prisma's TIMESTAMP(3) columns hold it.
-  return `INSERT INTO "IdempotentCreate" ("workspaceId", "key", "fingerprint", "linkUniq", "autofill", "createdAt")
+  return `${INSERT_KEY_ROWS}
        SELECT ${at(workspaceId)}::int, ${at(idempotency.key)}::text, ${at(idempotency.fingerprint)}::text, "uniq", ${at(idempotency.autofill)}::text,
          ${at(idempotency.at.toISOString())}::timestamptz AT TIME ZONE 'UTC' FROM ${from}
-       ON CONFLICT ("workspaceId", "key") DO UPDATE SET "fingerprint" = EXCLUDED."fingerprint", "linkUniq" = EXCLUDED."linkUniq",
-         "autofill" = EXCLUDED."autofill", "createdAt" = EXCLUDED."createdAt"`
+       ${KEY_ROW_TAKEN_OVER}`
 }
 
 /**
@@ -426,39 +430,43 @@ function idempotentCreatesSql(params: unknown[], links: { workspaceId: number; d
         `${at(key.autofill)}::text, ${at(key.at.toISOString())}::timestamptz AT TIME ZONE 'UTC')`,
     ]
   })
-  return `INSERT INTO "IdempotentCreate" ("workspaceId", "key", "fingerprint", "linkUniq", "autofill", "createdAt")
+  return `${INSERT_KEY_ROWS}
        SELECT k."workspaceId", k."key", k."fingerprint", i."uniq", k."autofill", k."createdAt"
        FROM inserted i JOIN (VALUES ${keys.join(', ')}) AS k("workspaceId", "domain", "slugKey", "key", "fingerprint", "autofill", "createdAt")
          ON k."domain" = i."domain" AND k."slugKey" = i."slugKey"
-       ON CONFLICT ("workspaceId", "key") DO UPDATE SET "fingerprint" = EXCLUDED."fingerprint", "linkUniq" = EXCLUDED."linkUniq",
-         "autofill" = EXCLUDED."autofill", "createdAt" = EXCLUDED."createdAt"`
+       ${KEY_ROW_TAKEN_OVER}`
 }
 
+type IdempotentCreate = { fingerprint: string; link: StoredLink; autofill: string }
+
 /**
- * The links creates with these keys made since `since` (the keys' 24 hours) and still there, by key: one
- * statement for the key rows (by their primary key), one for the links when there are any.
+ * The links creates with these keys made since `since` (the keys' 24 hours) and still there, by key. Every keyed
+ * create asks, and almost always finds nothing: the key rows alone, by their primary key, prepared; the links
+ * (whose clicks look into the visits) are read only when there are any.
  */
 export async function findIdempotentCreates(
   database: Database,
   workspaceId: number,
   keys: string[],
   since: Date,
-): Promise<Map<string, { fingerprint: string; link: StoredLink }>> {
-  const found = new Map<string, { fingerprint: string; link: StoredLink }>()
-  const rows = await database.sql<{ key: string; fingerprint: string; linkUniq: number }>(
-    `SELECT "key", "fingerprint", "linkUniq" FROM "IdempotentCreate"
+): Promise<Map<string, IdempotentCreate>> {
+  const found = new Map<string, IdempotentCreate>()
+  const rows = await database.sql<{ key: string; fingerprint: string; linkUniq: number; autofill: string }>(
+    `SELECT "key", "fingerprint", "linkUniq", "autofill" FROM "IdempotentCreate"
      WHERE "workspaceId" = $1 AND "key" = ANY($2::text[]) AND "createdAt" > $3::timestamptz AT TIME ZONE 'UTC'`,
     [workspaceId, keys, since.toISOString()],
+    'prepared',
   )
   if (rows.length === 0) return found
-  const links = await database.sql<LinkRow>(`${LINK_SELECT} WHERE l."uniq" = ANY($1::int[]) AND l."workspaceId" = $2`, [
-    rows.map((row) => row.linkUniq),
-    workspaceId,
-  ])
+  const links = await database.sql<LinkRow>(
+    `${LINK_SELECT} WHERE l."uniq" = ANY($1::int[]) AND l."workspaceId" = $2`,
+    [rows.map((row) => row.linkUniq), workspaceId],
+    'prepared',
+  )
   const byUniq = new Map(links.map((row) => [row.uniq, toStoredLink(row)]))
   for (const row of rows) {
     const link = byUniq.get(row.linkUniq)
-    if (link) found.set(row.key, { fingerprint: row.fingerprint, link })
+    if (link) found.set(row.key, { fingerprint: row.fingerprint, autofill: row.autofill, link })
   }
   return found
 }
@@ -469,22 +477,8 @@ export async function sweepIdempotentCreates(database: Database): Promise<void> 
 }
 
 /** The link a create with this key made since `since` (the key's 24 hours), if it is still there. */
-export async function findIdempotentCreate(
-  database: Database,
-  workspaceId: number,
-  key: string,
-  since: Date,
-): Promise<{ fingerprint: string; link: StoredLink; autofill: string } | null> {
-  // Every keyed create asks, and almost always finds nothing: the key's row alone, by its primary key, prepared. The
-  // link (whose clicks look into the visits) is read only when there is one.
-  const [row] = await database.sql<{ fingerprint: string; linkUniq: number; autofill: string }>(
-    `SELECT "fingerprint", "linkUniq", "autofill" FROM "IdempotentCreate"
-     WHERE "workspaceId" = $1 AND "key" = $2 AND "createdAt" > $3::timestamptz AT TIME ZONE 'UTC'`,
-    [workspaceId, key, since.toISOString()],
-    'prepared',
-  )
-  const link = row && (await findLinkByUniq(database, workspaceId, row.linkUniq))
-  return row && link ? { fingerprint: row.fingerprint, autofill: row.autofill, link } : null
+export async function findIdempotentCreate(database: Database, workspaceId: number, key: string, since: Date): Promise<IdempotentCreate | null> {
+  return (await findIdempotentCreates(database, workspaceId, [key], since)).get(key) ?? null
 }
 
 export async function insertLink(database: Database, link: NewLink): Promise<StoredLink> {

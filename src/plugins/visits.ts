@@ -8,6 +8,7 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config/config.js'
+import { waitAtMost } from '../db/database.js'
 import { createPartitionsAhead, dropExpired } from '../analytics/partitions.js'
 import { BufferedVisitRecorder, type VisitBufferOptions } from '../analytics/visit-recorder.js'
 import { storeVisitRows } from '../analytics/visit-store.js'
@@ -126,8 +127,7 @@ export default fp(
       // What this instance wrote is summed by the next rollup of any instance. One under way finishes first,
       // unless it takes longer than the close has left: closing the database then ends its connection, which
       // rolls it back (the next rollup sums its span again).
-      const rollupDone = rolling?.catch(() => undefined)
-      if (rollupDone) await Promise.race([rollupDone, new Promise((resolve) => setTimeout(resolve, ROLLUP_CLOSE_WAIT_MS).unref())])
+      if (rolling) await waitAtMost(rolling, ROLLUP_CLOSE_WAIT_MS)
     })
   },
   { name: 'visits', dependencies: ['database', 'redis'] },
