@@ -72,14 +72,17 @@ t.test('a signal sent twice at once (npm forwarding what the whole process group
   const server = await startServer({ DATA_DIR: otherDir })
   t.teardown(() => server.child.kill('SIGKILL'))
   const token = /\n {2}(sl_[A-Za-z0-9_-]{32})\n/.exec(server.output())![1]
-  // A request in flight (its body unfinished) keeps the close going past the second signal.
-  const pending = request({
-    port: server.port, host: '127.0.0.1', method: 'POST', path: '/v1/links/create',
-    headers: { 'content-type': 'application/json', 'content-length': 100, 'api-authorization': token },
-  })
-  pending.on('error', () => {})
-  pending.write('{')
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  /** A create in flight (its body unfinished): it keeps the close going past the signals that follow. */
+  const holdCreate = async (port: number) => {
+    const pending = request({
+      port, host: '127.0.0.1', method: 'POST', path: '/v1/links/create',
+      headers: { 'content-type': 'application/json', 'content-length': 100, 'api-authorization': token },
+    })
+    pending.on('error', () => {})
+    pending.write('{')
+    await new Promise((resolve) => setTimeout(resolve, 300))
+  }
+  await holdCreate(server.port)
   server.child.kill('SIGINT')
   await new Promise((resolve) => setTimeout(resolve, 1500))
   server.child.kill('SIGINT')
@@ -91,13 +94,7 @@ t.test('a signal sent twice at once (npm forwarding what the whole process group
   // (A moment apart: signals of one kind sent at the same instant may reach a process as one.)
   const quick = await startServer({ DATA_DIR: otherDir })
   t.teardown(() => quick.child.kill('SIGKILL'))
-  const held = request({
-    port: quick.port, host: '127.0.0.1', method: 'POST', path: '/v1/links/create',
-    headers: { 'content-type': 'application/json', 'content-length': 100, 'api-authorization': token },
-  })
-  held.on('error', () => {})
-  held.write('{')
-  await new Promise((resolve) => setTimeout(resolve, 300))
+  await holdCreate(quick.port)
   const exited = once(quick.child, 'exit')
   for (let i = 0; i < 3; i++) {
     quick.child.kill('SIGINT')
