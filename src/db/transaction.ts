@@ -2,7 +2,7 @@
  * Interactive transactions with the limits the service chooses, run again when PostgreSQL aborts one for a
  * deadlock or a serialization failure (a busy database, not a fault: the same work succeeds on a second try).
  */
-import type { PrismaClient } from './database.js'
+import type { CopyIn, Database, PrismaClient, SqlQuery } from './database.js'
 import { CONNECT_TIMEOUT_MS } from './database.js'
 import { isTransactionConflict } from './errors.js'
 import type { Prisma } from '../generated/prisma/client.js'
@@ -32,6 +32,18 @@ export async function inTransaction<T>(prisma: PrismaClient, work: (tx: Transact
   for (let attempt = 1; ; attempt++) {
     try {
       return await prisma.$transaction(work, TRANSACTION_OPTIONS)
+    } catch (error) {
+      if (!isTransactionConflict(error) || attempt >= TRANSACTION_ATTEMPTS) throw error
+      await backoff(attempt)
+    }
+  }
+}
+
+/** inTransaction for plain SQL on the driver (Database.transaction): run again, a bounded number of times, after a conflict. */
+export async function inSqlTransaction<T>(database: Database, work: (query: SqlQuery, copyIn: CopyIn) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await database.transaction(work)
     } catch (error) {
       if (!isTransactionConflict(error) || attempt >= TRANSACTION_ATTEMPTS) throw error
       await backoff(attempt)

@@ -59,7 +59,7 @@ export async function deleteFolder(
           SELECT 1 FROM "Folder" WHERE "id" = ${disposal.to} AND "workspaceId" = ${workspaceId} FOR KEY SHARE`
         if (target.length === 0) return 'target-missing'
       }
-      // A link's record changes with its folder, so its updatedDate does too (never backwards: see notBefore).
+      // A link's record changes with its folder, so its updatedDate does too (never backwards: GREATEST with the stored one).
       const to = disposal.kind === 'move' ? disposal.to : null
       const moved = await tx.$queryRawUnsafe<GroupedLink[]>(
         `UPDATE "Link" SET "folderId" = $1::int, "updatedAt" = GREATEST("updatedAt", $2::timestamp(3))

@@ -1,12 +1,13 @@
 /** Every database access of the links module: reads, the list, the create and update transactions, delete. */
 import { Prisma } from '../generated/prisma/client.js'
-import { changesGroups, GROUPED_LINK_COLUMNS, IN_NO_GROUP_SQL, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
+import { changesGroups, GROUPED_LINK_COLUMNS, IN_NO_GROUP_SQL, lockRollup, moveGroupHistory, type GroupedLink } from '../analytics/group-history.js'
 import { clicksSql } from '../analytics/stats-clicks.js'
+import { randomUUID } from 'node:crypto'
 import type { Database, PrismaClient, SqlQuery } from '../db/database.js'
 import { isConnectionLost, isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
-import { inTransaction, TRANSACTION_OPTIONS, type Transaction } from '../db/transaction.js'
-import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
+import { inSqlTransaction, TRANSACTION_OPTIONS } from '../db/transaction.js'
+import type { PageMetadata } from '../autofill/metadata.js'
 import { fieldError } from '../errors/app-error.js'
 import type { LinkSettings, PixelSpec } from './link-input.js'
 import { slugKey } from './slug.js'
@@ -17,6 +18,8 @@ const withPixels = {
 
 /** A link as stored, and its all-time clicks when the statement that read it counted them. */
 export type StoredLink = Prisma.LinkGetPayload<{ include: typeof withPixels }> & { clicks?: number }
+/** A pixel as a link's record shows it. */
+type PixelRow = StoredLink['pixels'][number]['pixel']
 
 /**
  * A link's columns and its pixels in one row, as plain SQL reads and writes return it (the same shape as
@@ -315,48 +318,62 @@ function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInp
  * request before the SELECT locks it: it is then missing as if it had never been, and is inserted again (a few
  * rounds at most: each needs another request to change that pixel in between).
  */
-async function resolvePixels(tx: Transaction, workspaceId: number, specs: PixelSpec[]): Promise<string[]> {
+async function resolvePixels(query: SqlQuery, workspaceId: number, specs: PixelSpec[]): Promise<PixelRow[]> {
   if (specs.length === 0) return []
   const pixelKey = (pixel: { platform: string; value: string }) => `${pixel.platform}\u0000${pixel.value}`
   const ids = specs.flatMap((spec) => ('id' in spec ? [spec.id] : []))
-  const byId = new Set<string>()
-  const byKey = new Map<string, string>()
+  const byId = new Map<string, PixelRow>()
+  const byKey = new Map<string, PixelRow>()
   let missing = specs.filter((spec): spec is Exclude<PixelSpec, { id: string }> => !('id' in spec))
   for (let round = 1; ; round++) {
     if (missing.length > 0) {
       // ON CONFLICT DO NOTHING: a concurrent link creating the same pixel is not an error. Inserted in one
       // order for every transaction (by platform, then value), so that two creating the same new pixels wait
-      // for each other instead of deadlocking.
+      // for each other instead of deadlocking. createdAt in UTC, as Prisma's TIMESTAMP(3) columns hold it.
       const inOrder = missing.slice().sort((a, b) => compare(a.platform, b.platform) || compare(a.value, b.value))
-      await tx.pixel.createMany({
-        data: inOrder.map((spec) => ({ workspaceId, platform: spec.platform, value: spec.value, title: spec.title })),
-        skipDuplicates: true,
-      })
+      await query(
+        `INSERT INTO "Pixel" ("id", "workspaceId", "platform", "value", "title", "createdAt")
+         SELECT p."id", $1::int, p."platform", p."value", p."title", $2::timestamptz AT TIME ZONE 'UTC'
+         FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS p("id", "platform", "value", "title", "position")
+         ORDER BY p."position"
+         ON CONFLICT DO NOTHING`,
+        [
+          workspaceId,
+          new Date().toISOString(),
+          inOrder.map(() => randomUUID()),
+          inOrder.map((spec) => spec.platform),
+          inOrder.map((spec) => spec.value),
+          inOrder.map((spec) => spec.title ?? null),
+        ],
+      )
     }
-    const rows = await tx.$queryRaw<{ id: string; platform: string; value: string }[]>`
-      SELECT "id", "platform", "value" FROM "Pixel"
-      WHERE "workspaceId" = ${workspaceId}
-        AND ("id" = ANY(${round === 1 ? ids : []}::uuid[])
-          OR ("platform", "value") IN (SELECT * FROM unnest(${missing.map((spec) => spec.platform)}::text[], ${missing.map((spec) => spec.value)}::text[])))
-      ORDER BY "id"
-      FOR KEY SHARE`
+    const rows = await query<PixelRow>(
+      `SELECT "id", "workspaceId", "platform", "value", "title", "createdAt" AT TIME ZONE 'UTC' AS "createdAt" FROM "Pixel"
+       WHERE "workspaceId" = $1
+         AND ("id" = ANY($2::uuid[])
+           OR ("platform", "value") IN (SELECT * FROM unnest($3::text[], $4::text[])))
+       ORDER BY "id"
+       FOR KEY SHARE`,
+      [workspaceId, round === 1 ? ids : [], missing.map((spec) => spec.platform), missing.map((spec) => spec.value)],
+    )
     for (const row of rows) {
-      byId.add(row.id)
-      byKey.set(pixelKey(row), row.id)
+      byId.set(row.id, row)
+      byKey.set(pixelKey(row), row)
     }
     missing = missing.filter((spec) => !byKey.has(pixelKey(spec)))
     if (missing.length === 0 || round === PIXEL_ROUNDS) break
   }
   const resolved = specs.map((spec, index) => {
     if ('id' in spec) {
-      if (!byId.has(spec.id)) throw fieldError(`/link/pixels/${index}`, 'is not a pixel of this workspace (it was deleted meanwhile)')
-      return spec.id
+      const row = byId.get(spec.id)
+      if (!row) throw fieldError(`/link/pixels/${index}`, 'is not a pixel of this workspace (it was deleted meanwhile)')
+      return row
     }
-    const id = byKey.get(pixelKey(spec))
-    if (!id) throw fieldError(`/link/pixels/${index}`, 'was renamed or deleted by other requests while this link was being saved; send it again')
-    return id
+    const row = byKey.get(pixelKey(spec))
+    if (!row) throw fieldError(`/link/pixels/${index}`, 'was renamed or deleted by other requests while this link was being saved; send it again')
+    return row
   })
-  return [...new Set(resolved)]
+  return [...new Map(resolved.map((row) => [row.id, row])).values()]
 }
 
 /** Rounds of resolvePixels before a pixel that keeps being renamed or deleted under it is answered as a 400. */
@@ -370,10 +387,12 @@ const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0)
  * deleted meanwhile is either gone here (400) or taken out of this link by the delete, which waits
  * (src/scripts/script-repository.ts).
  */
-async function lockScripts(tx: Transaction, workspaceId: number, scriptIds: number[] | null | undefined): Promise<void> {
+async function lockScripts(query: SqlQuery, workspaceId: number, scriptIds: number[] | null | undefined): Promise<void> {
   if (!scriptIds?.length) return
-  const rows = await tx.$queryRaw<{ id: number }[]>`
-    SELECT "id" FROM "Script" WHERE "workspaceId" = ${workspaceId} AND "id" = ANY(${scriptIds}::int[]) ORDER BY "id" FOR KEY SHARE`
+  const rows = await query<{ id: number }>(
+    `SELECT "id" FROM "Script" WHERE "workspaceId" = $1 AND "id" = ANY($2::int[]) ORDER BY "id" FOR KEY SHARE`,
+    [workspaceId, scriptIds],
+  )
   const found = new Set(rows.map((row) => row.id))
   const missing = scriptIds.findIndex((id) => !found.has(id))
   if (missing >= 0) throw fieldError(`/link/linkScripts/${missing}`, 'is not a script of this workspace (it was deleted meanwhile)')
@@ -489,27 +508,32 @@ export async function insertLink(database: Database, link: NewLink): Promise<Sto
   })
 }
 
+/**
+ * A link with pixels or scripts: its pixels found or created and locked, its scripts locked, then the link, its
+ * pixel list and its Idempotency-Key row in one statement; one transaction of plain SQL (Prisma's interactive
+ * transaction and nested create sent ten statements and cost ten times the CPU of a plain create).
+ */
 function insertWithPixels(database: Database, link: NewLink): Promise<StoredLink> {
-  return inTransaction(database.prisma, async (tx) => {
-    const pixelIds = await resolvePixels(tx, link.workspaceId, link.settings.pixels)
-    await lockScripts(tx, link.workspaceId, link.settings.linkScripts)
-    const stored = await tx.link.create({
-      data: {
-        ...(columns(link.settings) as Prisma.LinkUncheckedCreateInput),
-        url: link.settings.url,
-        workspaceId: link.workspaceId,
-        domain: link.domain,
-        slug: link.slug,
-        slugKey: slugKey(link.slug),
-        pixels: { create: pixelIds.map((pixelId, position) => ({ pixelId, position })) },
-      },
-      include: withPixels,
-    })
-    if (link.idempotency) {
-      const params: unknown[] = []
-      const sql = idempotentCreateSql(params, link.workspaceId, link.idempotency, `(SELECT ${stored.uniq}::int AS "uniq") AS created`)
-      await tx.$executeRawUnsafe(sql, ...params)
-    }
+  return inSqlTransaction(database, async (query) => {
+    const pixels = await resolvePixels(query, link.workspaceId, link.settings.pixels)
+    await lockScripts(query, link.workspaceId, link.settings.linkScripts)
+    const params: unknown[] = []
+    const values = sqlValues(newLinkColumns(link, new Date()), params)
+    const pixelIds = `$${params.push(pixels.map((pixel) => pixel.id))}::uuid[]`
+    const keyed = link.idempotency ? `, keyed AS (${idempotentCreateSql(params, link.workspaceId, link.idempotency, 'inserted')})` : ''
+    const [row] = await query<LinkRow>(
+      `WITH inserted AS (
+         INSERT INTO "Link" AS l (${values.map((value) => value.name).join(', ')}) VALUES (${values.map((value) => value.placeholder).join(', ')})
+         RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}),
+       linked AS (
+         INSERT INTO "LinkPixel" ("linkUniq", "pixelId", "position")
+         SELECT i."uniq", p."id", p."position" - 1 FROM inserted i, unnest(${pixelIds}) WITH ORDINALITY AS p("id", "position"))
+       ${keyed}
+       SELECT * FROM inserted`,
+      params,
+    )
+    const stored = toStoredLink(row)
+    stored.pixels = pixels.map((pixel, position) => ({ linkUniq: stored.uniq, pixelId: pixel.id, position, pixel }))
     return stored
   })
 }
@@ -539,30 +563,26 @@ export async function updateLink(
       grouped ? updateGroupedLink(database, link.uniq, changes, fill) : updatePlainLink(database.sql, link.uniq, changes, fill),
     )
   }
-  const update = () => inTransaction(prisma, async (tx) => {
-    const pixelIds = changes.pixels === undefined ? undefined : await resolvePixels(tx, link.workspaceId, changes.pixels)
-    await lockScripts(tx, link.workspaceId, changes.linkScripts)
-    const run: Run = (sql, params) => tx.$queryRawUnsafe<unknown[]>(sql, ...params)
+  const update = () => inSqlTransaction(database, async (query) => {
+    const pixels = changes.pixels === undefined ? undefined : await resolvePixels(query, link.workspaceId, changes.pixels)
+    await lockScripts(query, link.workspaceId, changes.linkScripts)
     // The rollup's row before the link's (group-history.ts), only when the link may change groups.
-    if (grouped) await lockRollup(run)
+    if (grouped) await lockRollup(query)
     // FOR NO KEY UPDATE: the lock the UPDATE below would take anyway, taken first; the groups as they are now.
-    const [locked] = await tx.$queryRawUnsafe<(GroupedLink & { updatedAt: Date } & Record<MetadataField, string | null>)[]>(
-      `SELECT "updatedAt", "title", "description", "image", "favicon", ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`,
-      link.uniq,
-    )
+    const [locked] = await query<GroupedLink>(`SELECT ${GROUPED_LINK_COLUMNS} FROM "Link" WHERE "uniq" = $1 FOR NO KEY UPDATE`, [link.uniq])
     // Thrown, not returned: the pixels created above for this link must go with it.
     if (!locked) throw new LinkGone()
-    const filled = Object.fromEntries(Object.entries(fill).filter(([field]) => !locked[field as MetadataField]))
-    if (pixelIds !== undefined) {
-      await tx.linkPixel.deleteMany({ where: { linkUniq: link.uniq } })
-      await tx.linkPixel.createMany({ data: pixelIds.map((pixelId, position) => ({ linkUniq: link.uniq, pixelId, position })) })
+    if (pixels !== undefined) {
+      await query(`DELETE FROM "LinkPixel" WHERE "linkUniq" = $1`, [link.uniq])
+      await query(
+        `INSERT INTO "LinkPixel" ("linkUniq", "pixelId", "position")
+         SELECT $1::int, p."id", p."position" - 1 FROM unnest($2::uuid[]) WITH ORDINALITY AS p("id", "position")`,
+        [link.uniq, pixels.map((pixel) => pixel.id)],
+      )
     }
-    const updated = await tx.link.update({
-      where: { uniq: link.uniq },
-      data: { ...(columns(changes) as Prisma.LinkUncheckedUpdateInput), ...filled, updatedAt: notBefore(locked.updatedAt) },
-      include: withPixels,
-    })
-    if (grouped) await moveGroupHistory(run, [{ before: locked, after: updated }])
+    // The link's row is locked: what autofill found is written where the field is empty now (updatePlainLink).
+    const updated = (await updatePlainLink(query, link.uniq, changes, fill))!
+    if (grouped) await moveGroupHistory(query, [{ before: locked, after: updated }])
     return updated
   })
   return linkWriters(prisma).run(link.uniq, TRANSACTION_OPTIONS.timeout, async () => {
@@ -635,15 +655,6 @@ function linkWriters(prisma: PrismaClient): KeyedQueue<number> {
   let writers = writersByDatabase.get(prisma)
   if (!writers) writersByDatabase.set(prisma, (writers = new KeyedQueue()))
   return writers
-}
-
-/**
- * Now, or `stored` should this instance's clock be behind the one that wrote it: a link's updatedDate never
- * goes back, whichever instance of the service writes it.
- */
-export function notBefore(stored: Date): Date {
-  const now = new Date()
-  return now > stored ? now : stored
 }
 
 /** What the list can be narrowed by; every field but workspaceId is optional. */
