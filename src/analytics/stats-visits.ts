@@ -3,6 +3,7 @@
  * the position unique. Visits stored while a client pages land before its position, or at an older "at" when
  * the recorder flushes them late; either way no visit is seen twice and none that existed is skipped.
  */
+import { createHash } from 'node:crypto'
 import { VISITS_LIMIT, type VisitBody, type VisitsRequest } from '../../schemas/stats.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
@@ -12,6 +13,9 @@ interface Position {
   /** "at" in microseconds since the epoch (PostgreSQL's precision), as decimal text. */
   t: string
   s: string
+  /** The link and the from/to whose pages the position is of: another's would silently skip or repeat visits. */
+  l: number
+  r: string
 }
 
 /** Opaque to clients, like the link list's cursor: base64url of a small JSON object. */
@@ -19,7 +23,7 @@ function encodeCursor(position: Position): string {
   return Buffer.from(JSON.stringify(position)).toString('base64url')
 }
 
-function decodeCursor(cursor: string): Position {
+function decodeCursor(cursor: string, of: Pick<Position, 'l' | 'r'>): Position {
   let position: Partial<Position> | undefined
   try {
     if (!/^[A-Za-z0-9_-]+$/.test(cursor)) throw new Error('not base64url')
@@ -27,15 +31,19 @@ function decodeCursor(cursor: string): Position {
   } catch {
     position = undefined
   }
-  const digits = (value: unknown) => typeof value === 'string' && /^-?[0-9]{1,18}$/.test(value)
+  const digits = (value: unknown) => typeof value === 'string' && /^[0-9]{1,18}$/.test(value)
   // A position of a visit lies where visits can: PostgreSQL refuses an instant far outside that.
   const possibleInstant = (micros: string) =>
     BigInt(micros) >= BigInt(STATS_INSTANTS.earliest) * 1000n && BigInt(micros) <= BigInt(STATS_INSTANTS.latest) * 1000n
-  if (!position || !digits(position.t) || !digits(position.s) || !possibleInstant(position.t!)) {
-    throw fieldError('/cursor', 'is not the nextCursor of a page of these visits')
+  if (!position || !digits(position.t) || !digits(position.s) || !possibleInstant(position.t!) || position.l !== of.l || position.r !== of.r) {
+    throw fieldError('/cursor', 'is not the nextCursor of a page of these visits (this link, from and to)')
   }
-  return { t: position.t!, s: position.s! }
+  return { t: position.t!, s: position.s!, ...of }
 }
+
+/** A short tag of a page's from/to (a cursor stays well within its 200 characters). */
+const rangeTag = (from: string | false | undefined, to: string | false | undefined) =>
+  createHash('sha256').update(`${from || ''}/${to || ''}`).digest('base64url').slice(0, 11)
 
 interface VisitRow extends Omit<VisitBody, 'at'> {
   at: Date
@@ -54,7 +62,8 @@ export async function listVisits(
   const from = parseInstant(query.from, '/from') && exactInstant(query.from!)
   const to = parseInstant(query.to, '/to') && exactInstant(query.to!)
   if (from && to && from >= to) throw fieldError('/from', 'must be before to')
-  const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor)
+  const pages = { l: linkUniq, r: rangeTag(from, to) }
+  const position = query.cursor === undefined ? undefined : decodeCursor(query.cursor, pages)
   const limit = query.limit ?? VISITS_LIMIT.default
 
   const params: unknown[] = [linkUniq, keptFrom.toISOString()]
@@ -80,6 +89,6 @@ export async function listVisits(
   const last = page[page.length - 1]
   return {
     visits: page.map(({ micros: _micros, seq: _seq, at, ...visit }) => ({ at: new Date(at).toISOString(), ...visit })),
-    nextCursor: rows.length > limit ? encodeCursor({ t: last.micros, s: last.seq }) : null,
+    nextCursor: rows.length > limit ? encodeCursor({ t: last.micros, s: last.seq, ...pages }) : null,
   }
 }

@@ -136,7 +136,8 @@ export default fp(async function validation(app: FastifyInstance) {
     httpPart === 'body' ? compileBodyValidator(schema) : compileParameterValidator(schema),
   )
   // What no schema can say (src/plugins/client-data.ts), on the parts of the request the route declares it
-  // reads: those are what reach the database. A DELETE's stray body or an unknown route's path is left alone.
+  // reads (those are what reach the database) and on any body sent, a DELETE's included: a body is read like any
+  // other whatever the route makes of it (README). An unknown route's path is left alone.
   // Attached only to routes that declare such a part, so routes without one (the visitor redirects) pay nothing.
   // A route whose body holds a list of items answered one by one (the bulk create) names that list in its config
   // (`bodyItems`): each item is checked by the route, a bad one failing in its own place, and the rest of the body here.
@@ -148,7 +149,7 @@ export default fp(async function validation(app: FastifyInstance) {
       const found = [
         ...(schema.params ? [clientDataProblems(request.params)] : []),
         ...(schema.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query)] : []),
-        ...(schema.body ? [clientDataProblems(itemsKey ? withoutItems(request.body, itemsKey) : request.body)] : []),
+        ...(schema.body || request.body !== undefined ? [clientDataProblems(itemsKey ? withoutItems(request.body, itemsKey) : request.body)] : []),
       ]
       const total = found.reduce((sum, { total }) => sum + total, 0)
       done(total > 0 ? validationFailed(found.flatMap(({ problems }) => problems), total) : undefined)

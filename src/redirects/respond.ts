@@ -67,13 +67,10 @@ export function sendAnswer(reply: FastifyReply, view: RedirectView | null, answe
   switch (answer.kind) {
     case 'password': {
       const failure = extras.passwordError
-      // Chromium checks the form's form-action on the 302 that answers a right password: every destination
-      // the link may choose has to be allowed there, or the visitor stays on the form.
-      const destinations = [view!.target, ...view!.geolocations.values(), ...view!.rotator].map((target) => target.location)
-      if (!failure) return sendPage(reply, passwordPage(link, { status: 200, destinations }))
+      if (!failure) return sendPage(reply, passwordPage(link, { status: 200 }))
       if (failure.retryAfterSeconds !== undefined) reply.header('retry-after', String(failure.retryAfterSeconds))
       // The form again with its message; a 429 is that same page under its own status.
-      return sendPage(reply, { ...passwordPage(link, { status: 401, error: failure.message, destinations }), status: failure.status })
+      return sendPage(reply, { ...passwordPage(link, { status: 401, error: failure.message }), status: failure.status })
     }
     case 'crawler':
       return sendPage(reply, crawlerPage(link))

@@ -412,6 +412,20 @@ t.test("a link's visits: newest first, in pages with neither duplicates nor gaps
   const first = (await api.get(`/v1/links/${link.uniq}/visits?limit=1`)).json()
   t.same(first.visits[0], { at: '2026-03-10T11:00:00.000Z', country: 'US', referrerHost: null, device: 'desktop', os: 'Windows', browser: 'Chrome', destination: 'https://example.com/new', reason: 'default', answer: 'redirect', bot: false })
   t.type(first.nextCursor, 'string')
+
+  // A cursor pages the visits it was made for: another link's, or the same link's under other from/to, would
+  // silently skip or repeat visits, so it is a 400 naming it.
+  const other: Link = await api.link({ url: 'https://example.com/other-paged', id: 'other-paged' })
+  await storeVisits(database, [visit(other, '2026-03-10T12:00:00Z', 1)])
+  const foreign = await api.get(`/v1/links/${other.uniq}/visits?cursor=${first.nextCursor}`)
+  t.equal(foreign.statusCode, 400)
+  t.match(foreign.json(), { code: 'validation_failed', errors: [{ path: '/cursor' }] })
+  const ranged = await api.get(`/v1/links/${link.uniq}/visits?${query({ from: '2026-03-10T00:00:00Z' })}&cursor=${first.nextCursor}`)
+  t.equal(ranged.statusCode, 400)
+  const decoded = JSON.parse(Buffer.from(first.nextCursor, 'base64url').toString())
+  const negative = Buffer.from(JSON.stringify({ ...decoded, s: '-5' })).toString('base64url')
+  t.equal((await api.get(`/v1/links/${link.uniq}/visits?cursor=${negative}`)).statusCode, 400, 'a position no visit has')
+  t.equal((await api.get(`/v1/links/${link.uniq}/visits?cursor=${first.nextCursor}`)).statusCode, 200)
 })
 
 t.test("a link's visits at one instant whose numbers differ in length (9 and 10) page in numeric order", async (t) => {

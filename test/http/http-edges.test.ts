@@ -152,6 +152,14 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
     }
     assertProblem(t, await send('DELETE', '/v1/links/by-domain/go.edges.test/x', { body: '{"x":', headers: json }), 400, 'invalid_json')
     assertProblem(t, await send('GET', '/v1/links/999999', { body: '{"x":', headers: json }), 404, 'not_found')
+    // What no body may hold (README, Field rules) is refused in a DELETE's too, and the link stays.
+    const created = await send('POST', '/v1/links/create', { body: JSON.stringify({ link: { url: 'https://example.com/', id: 'kept', autofill: false } }), headers: json })
+    t.equal(created.status, 201)
+    for (const body of ['{"a":"\\u0000"}', '{"__proto__":{}}', '{"a":"\\ud800"}', `${'['.repeat(40)}1${']'.repeat(40)}`]) {
+      const response = await send('DELETE', '/v1/links/by-domain/go.edges.test/kept', { body, headers: json })
+      assertProblem(t, response, 400, 'validation_failed')
+    }
+    t.equal(await prisma.link.count({ where: { domain: 'go.edges.test', slug: 'kept' } }), 1, 'the link is still there')
   })
 })
 

@@ -2,20 +2,14 @@
  * The password form. It names the short address only, not the link's title or description: those are part
  * of what the password protects.
  */
-import { allow, baseDirectives, cspString, newNonce } from './csp.js'
-import { html, httpOrigin } from './html.js'
+import { baseDirectives, cspString, newNonce } from './csp.js'
+import { html } from './html.js'
 import { displayUrl, documentHtml, mark } from './layout.js'
 import type { Page, PageLink } from './types.js'
 
 export interface PasswordPageOptions {
   status: 200 | 401
   error?: string
-  /**
-   * Where a right password may lead: the link's url and its geolocation and rotator urls. Chromium applies
-   * form-action to the redirect that answers the POST too, so without their origins the 302 onwards is
-   * blocked and the visitor stays on the form.
-   */
-  destinations?: string[]
 }
 
 export function passwordPage(link: PageLink, options: PasswordPageOptions): Page {
@@ -35,11 +29,9 @@ ${error ? html`<p class="error" id="password-error" role="alert">${error}</p>` :
 </form>
 </main>`
   const directives = baseDirectives(nonce)
-  // The form posts to this same address, whose answer redirects to a destination; nothing else may receive it.
-  directives['form-action'] = new Set(["'self'"])
-  for (const destination of options.destinations ?? []) {
-    const origin = httpOrigin(destination)
-    if (origin) allow(directives, { 'form-action': [origin] })
-  }
+  // The form posts to this same address (it has no action: nothing on the page can send it elsewhere). Chromium
+  // applies form-action to every redirect of the navigation the POST starts: the 302 to the destination and then
+  // the destination's own (example.com to www.example.com, a sign-in page), which may lead to any web origin.
+  directives['form-action'] = new Set(["'self'", 'https:', 'http:'])
   return { status: options.status, html: documentHtml({ nonce, title: 'Password required', body }), csp: cspString(directives) }
 }

@@ -16,8 +16,12 @@ const script = async (name: string, content: string) => {
   if (response.statusCode !== 201) throw new Error(response.body)
   return response.json().id as number
 }
-const widget = await script('Chat widget', '<div id="chat"></div><script src="https://chat.example/widget.js"></script>')
-const inline = await script('Inline', "console.log('workspace script ran')")
+// As real widgets do: inline styles, and code evaluated from a string (both allowed on a page with scripts).
+const widget = await script(
+  'Chat widget',
+  '<div id="chat" style="position:fixed"></div><style>#chat{bottom:0}</style><script src="https://chat.example/widget.js"></script>',
+)
+const inline = await script('Inline', "console.log(eval(\"'workspace' + ' script ran'\"))")
 
 /** The vendor script each platform's pixel "PX-<platform>" loads. */
 const VENDOR_SCRIPTS: Record<string, string> = {

@@ -7,6 +7,8 @@ import { screenshot, startVisitorSide, DESKTOP } from './browser.js'
 
 const side = await startVisitorSide(t)
 await side.link({ id: 'secret', url: side.destination.url('/secret?from=form'), passwordProtect: { enable: true, password: 'open sesame' } })
+// The destination moves the visitor to another host of its site, as many do: a redirect after the POST's own.
+await side.link({ id: 'moved-secret', url: side.destination.url('/to-www/landing'), passwordProtect: { enable: true, password: 'open sesame' } })
 await side.link({ id: 'masked-secret', url: side.destination.url('/masked'), masking: true, passwordProtect: { enable: true, password: 'open sesame' } })
 
 t.test('wrong password: 401 and the message; right password: the destination; then the cookie skips the form', async (t) => {
@@ -41,6 +43,18 @@ t.test('wrong password: 401 and the message; right password: the destination; th
   }
   t.same(visit.thirdParty, [])
   t.same(visit.dialogs, [])
+  t.same(visit.console.filter((line) => /Content Security Policy/.test(line)), [], 'no CSP violation')
+  await visit.context.close()
+})
+
+t.test('right password of a link whose destination redirects to another host: the visitor gets there', async (t) => {
+  const visit = await side.open()
+  const { page } = visit
+  await page.goto(side.short('moved-secret'))
+  await page.fill('input[name=password]', 'open sesame')
+  const landing = `http://www.example.test:${new URL(side.destination.url('/')).port}/landing`
+  await Promise.all([page.waitForURL(landing, { timeout: 10_000 }), page.click('button[type=submit]')])
+  t.equal(await page.textContent('#destination'), 'Destination page')
   t.same(visit.console.filter((line) => /Content Security Policy/.test(line)), [], 'no CSP violation')
   await visit.context.close()
 })

@@ -176,7 +176,8 @@ t.test('workspace scripts: passed as data, inserted by the page script with its 
     { kind: 'html', content: '<script src="https://chat.example/w.js"></script>' },
     { kind: 'js', content: "window.hello = 'world'" },
   ])
-  t.same(csp['script-src'], [`'nonce-${nonce}'`, "'strict-dynamic'", 'https:'])
+  t.same(csp['script-src'], [`'nonce-${nonce}'`, "'strict-dynamic'", "'unsafe-eval'", 'https:'])
+  t.same(csp['style-src'], ["'unsafe-inline'", 'https:'], "a snippet's inline styles apply; a nonce beside them would cancel them")
   t.same(csp['connect-src'], ['https:'])
   t.same(csp['img-src'], ['data:', 'https:'])
 })

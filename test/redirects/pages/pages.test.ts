@@ -54,7 +54,7 @@ t.test('every render has a fresh nonce', async (t) => {
 })
 
 t.test('password form: posts to the same address, one password field, no title or description shown', async (t) => {
-  const page = passwordPage(link, { status: 200, destinations: ['https://example.com/a', 'https://de.example.com/b?x=1', 'javascript:alert(1)'] })
+  const page = passwordPage(link, { status: 200 })
   t.equal(page.status, 200)
   checkDocument(t, page)
   const [form] = byTag(page.html, 'form')
@@ -67,8 +67,9 @@ t.test('password form: posts to the same address, one password field, no title o
   t.notMatch(page.html, /Summer sale|half price/, 'what the password protects is not shown')
   t.equal(byTag(page.html, 'script').length, 0)
   t.notOk(byTag(page.html, 'p').some((p) => p.attrs.role === 'alert'), 'no error the first time')
-  // The answer to the POST redirects to a destination, and Chromium checks form-action on that redirect.
-  t.same(parseCsp(page.csp)['form-action'], ["'self'", 'https://example.com', 'https://de.example.com'])
+  // The answer to the POST redirects to a destination, which may redirect again anywhere: Chromium checks
+  // form-action on every one of those redirects.
+  t.same(parseCsp(page.csp)['form-action'], ["'self'", 'https:', 'http:'])
 })
 
 t.test('password form after a wrong password: 401 and the message', async (t) => {
@@ -77,7 +78,7 @@ t.test('password form after a wrong password: 401 and the message', async (t) =>
   const alert = byTag(page.html, 'p').find((p) => p.attrs.role === 'alert')
   t.equal(alert?.text, 'That password is not right. Try again.')
   t.equal(byTag(page.html, 'input')[0].attrs['aria-invalid'], 'true')
-  t.same(parseCsp(page.csp)['form-action'], ["'self'"])
+  t.same(parseCsp(page.csp)['form-action'], ["'self'", 'https:', 'http:'])
   const custom = passwordPage(link, { status: 401, error: 'Wrong <b>password</b>' })
   t.equal(byTag(custom.html, 'p').find((p) => p.attrs.role === 'alert')?.text, 'Wrong <b>password</b>')
 })
