@@ -55,6 +55,10 @@ export class LateReservation extends Error {
     readonly late: Promise<{ decision: QuotaDecision; granted: number }>,
   ) {
     super(cause.message)
+    // Whoever holds the reservation looks at `late` only once its request is answered, and Redis may fail it
+    // before that (the connection closed on its socket timeout): a rejection nobody handled yet would end the
+    // process (close-with-grace takes it as fatal). Marked handled here; a later `then` still sees it.
+    late.catch(() => {})
   }
 }
 

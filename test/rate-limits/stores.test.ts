@@ -5,8 +5,9 @@
  */
 import t from 'tap'
 import { MemoryQuotaStore } from '../../src/rate-limits/memory-store.js'
-import type { QuotaDecision, QuotaLimits, QuotaStore, QuotaSubject, QuotaTaken } from '../../src/rate-limits/quota-store.js'
+import { LateReservation, type QuotaDecision, type QuotaLimits, type QuotaStore, type QuotaSubject, type QuotaTaken } from '../../src/rate-limits/quota-store.js'
 import { RedisQuotaStore } from '../../src/rate-limits/redis-store.js'
+import type { Redis } from 'ioredis'
 import { createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
 import { REDIS_URL, redisKeyPrefix, T0 } from './quota-support.js'
 
@@ -148,4 +149,22 @@ t.test("Redis key: one hash tag per workspace, an expiry, and the last day's req
   t.equal(decision.windows[1].used, Math.ceil(86_400 / 70), 'the day those of the last day')
   const ttl = await store.redis.pttl(key)
   t.ok(ttl > 86_300_000 && ttl <= 86_401_000, `the key expires a day after the last request: ${ttl} ms`)
+})
+
+t.test('Redis store: a reservation given up on at its deadline and failed by Redis later is no unhandled rejection', async (t) => {
+  // The command outlives the store's deadline, then fails as ioredis fails a command whose connection it closes.
+  const redis = {
+    quotaReserve: () => new Promise((_resolve, reject) => setTimeout(() => reject(new Error('Reached the max retries per request limit')), 60)),
+    quotaRefund: async () => 0,
+  }
+  const store = new RedisQuotaStore(redis as unknown as Redis, { deadlineMs: 10 })
+  const unhandled: unknown[] = []
+  const listener = (reason: unknown) => unhandled.push(reason)
+  process.on('unhandledRejection', listener)
+  t.teardown(() => process.off('unhandledRejection', listener))
+  const error = await store.reserve({ workspaceId: 1, operation: 'create' }, { hour: 10, day: 100 }, Date.now()).catch((thrown: unknown) => thrown)
+  t.type(error, LateReservation)
+  await new Promise((resolve) => setTimeout(resolve, 150))
+  t.same(unhandled, [], 'nothing unhandled once Redis fails the late command')
+  await t.rejects((error as LateReservation).late, /max retries/, 'the late reservation still says how it ended')
 })
