@@ -83,13 +83,14 @@ export async function runCli(argv: string[], io: CliIo = process, options: CliOp
 }
 
 function parseCommandLine(command: Command, argv: string[]): Args {
-  let args: Args
+  let args: Args & { tokens?: { kind: string; name?: string }[] }
   try {
     args = parseArgs({
       args: argv,
       options: { ...command.options, help: { type: 'boolean', short: 'h' } },
       allowPositionals: true,
       strict: true,
+      tokens: true,
     })
   } catch (error) {
     // node:util reports a malformed command line as a TypeError with an ERR_PARSE_ARGS_* code.
@@ -97,6 +98,14 @@ function parseCommandLine(command: Command, argv: string[]): Args {
     throw new UsageError(oneLine((error as Error).message))
   }
   if (args.values.help) return args
+  // parseArgs keeps the last of a repeated option: `--workspace acme --workspace other` would quietly act on
+  // "other", which the operator may not have meant.
+  const seen = new Set<string>()
+  for (const token of args.tokens ?? []) {
+    if (token.kind !== 'option' || token.name === undefined) continue
+    if (seen.has(token.name)) throw new UsageError(`--${token.name} is given more than once`)
+    seen.add(token.name)
+  }
   const missing = command.positionals[args.positionals.length]
   if (missing) throw new UsageError(`missing ${missing}`)
   const extra = args.positionals[command.positionals.length]

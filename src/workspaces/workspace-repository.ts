@@ -1,6 +1,7 @@
 import { DISPLAY_PREFIX_LENGTH, displayPrefix, generateToken, hashToken } from '../auth/tokens.js'
 import { isIPv4Address, normalizeHost } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
+import { isUniqueViolation } from '../db/errors.js'
 import { domainsChanged, tokensChanged } from '../cache/change-notices.js'
 import { FOLDER_NAME_MAX } from '../../schemas/folder.js'
 import { codePointLength } from '../../schemas/formats.js'
@@ -41,10 +42,12 @@ function workspaceName(name: string): string {
 
 export async function createWorkspace(prisma: PrismaClient, name: string) {
   const trimmed = workspaceName(name)
-  if (await prisma.workspace.findUnique({ where: { name: trimmed } })) {
-    throw new AdminError(`A workspace named "${trimmed}" already exists`)
-  }
-  return prisma.workspace.create({ data: { name: trimmed } })
+  const exists = () => new AdminError(`A workspace named "${trimmed}" already exists`)
+  if (await prisma.workspace.findUnique({ where: { name: trimmed } })) throw exists()
+  // Another command may create it between the two statements.
+  return prisma.workspace.create({ data: { name: trimmed } }).catch((error: unknown) => {
+    throw isUniqueViolation(error) ? exists() : error
+  })
 }
 
 /** Creates a token for the named workspace, creating the workspace when it does not exist yet. */
@@ -53,7 +56,13 @@ export async function createToken(
   options: { workspace: string; official?: boolean; label?: string },
 ): Promise<{ token: string; workspaceId: number }> {
   const name = workspaceName(options.workspace)
-  const workspace = await prisma.workspace.upsert({ where: { name }, create: { name }, update: {} })
+  // Two commands creating the same new workspace at once: the upsert of the second fails on the name, and once
+  // more finds the workspace the first created.
+  const upsert = () => prisma.workspace.upsert({ where: { name }, create: { name }, update: {} })
+  const workspace = await upsert().catch((error: unknown) => {
+    if (isUniqueViolation(error)) return upsert()
+    throw error
+  })
   const token = generateToken()
   await prisma.apiToken.create({
     data: {
@@ -126,11 +135,14 @@ export async function addDomain(
     if (options.isDefault) {
       await tx.domain.updateMany({ where: { workspaceId: workspace.id, isDefault: true }, data: { isDefault: false } })
     }
-    return tx.domain.upsert({
+    const stored = await tx.domain.upsert({
       where: { host },
       create: { host, workspaceId: workspace.id, isDefault: options.isDefault ?? false },
       update: options.isDefault ? { isDefault: true } : {},
     })
+    // Another workspace added it since the check above: nothing of this is kept (its default stays as it was).
+    if (stored.workspaceId !== workspace.id) throw new AdminError(`${host} belongs to another workspace`)
+    return stored
   })
   domainsChanged()
   return domain
@@ -141,7 +153,9 @@ export async function createFolder(prisma: PrismaClient, options: { workspace: s
   const workspace = await findWorkspace(prisma, options.workspace)
   const existing = await prisma.folder.findUnique({ where: { workspaceId_name: { workspaceId: workspace.id, name } } })
   if (existing) throw new AdminError(`The workspace already has a folder named "${name}" (id ${existing.id})`)
-  return prisma.folder.create({ data: { workspaceId: workspace.id, name } })
+  return prisma.folder.create({ data: { workspaceId: workspace.id, name } }).catch((error: unknown) => {
+    throw isUniqueViolation(error) ? new AdminError(`The workspace already has a folder named "${name}"`) : error
+  })
 }
 
 export const MAX_SCRIPT_BYTES = 64 * 1024

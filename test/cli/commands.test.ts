@@ -68,6 +68,46 @@ t.test('help and usage errors', async (t) => {
   fails(t, await run(['token:create', '--workspace', 'x', '--admin']), 2, /token:create: Unknown option '--admin'.*\(usage: token:create --workspace/)
   fails(t, await run(['token:create', '--workspace']), 2, /token:create: Option '--workspace <value>' argument missing/)
   fails(t, await run(['token:create', '--official=yes', '--workspace', 'x']), 2, /'--official' does not take an argument/)
+  // The last of a repeated option would win, quietly acting on a workspace the operator may not have meant.
+  fails(t, await cli('token:create', '--workspace', 'rep-acme', '--workspace', 'rep-other'), 2, /token:create: --workspace is given more than once/)
+  fails(t, await cli('limits:set', '--workspace', 'rep-acme', '--hour', '1', '--hour', '2'), 2, /--hour is given more than once/)
+  t.equal(await prisma.workspace.count({ where: { name: { startsWith: 'rep-' } } }), 0, 'nothing was created')
+})
+
+t.test('commands racing each other for one name: one wins, the other says why in one line', async (t) => {
+  await cli('workspace:create', 'race-a')
+  await cli('workspace:create', 'race-b')
+  for (let round = 0; round < 5; round++) {
+    // Two workspaces adding one host at the same time, each as its default: one owns it, the other fails.
+    const host = `race${round}.example`
+    const [a, b] = await Promise.all([
+      cli('domain:add', '--workspace', 'race-a', host, '--default'),
+      cli('domain:add', '--workspace', 'race-b', host, '--default'),
+    ])
+    t.same([a.code, b.code].sort(), [0, 1], `${host}: one succeeds`)
+    const loser = a.code === 1 ? a : b
+    t.match(loser.stderr, /belongs to another workspace/)
+    const owner = await prisma.domain.findUniqueOrThrow({ where: { host }, select: { workspace: { select: { name: true } }, isDefault: true } })
+    t.equal(owner.workspace.name, a.code === 0 ? 'race-a' : 'race-b', 'the one that said so owns it')
+
+    // The same new workspace, by two token:create at once: both get a token for it.
+    const [first, second] = await Promise.all([cli('token:create', '--workspace', `race-new${round}`), cli('token:create', '--workspace', `race-new${round}`)])
+    t.same([first.code, second.code], [0, 0])
+    t.equal(await prisma.apiToken.count({ where: { workspace: { name: `race-new${round}` } } }), 2)
+
+    const made = await Promise.all([cli('workspace:create', `race-ws${round}`), cli('workspace:create', `race-ws${round}`)])
+    t.same(made.map((result) => result.code).sort(), [0, 1])
+    t.match(made.find((result) => result.code === 1)!.stderr, /^A workspace named "race-ws\d" already exists\n$/)
+
+    const folders = await Promise.all([cli('folder:create', '--workspace', 'race-a', `F${round}`), cli('folder:create', '--workspace', 'race-a', `F${round}`)])
+    t.same(folders.map((result) => result.code).sort(), [0, 1])
+    t.match(folders.find((result) => result.code === 1)!.stderr, /^The workspace already has a folder named "F\d"/)
+  }
+  // The losers' default domains were left alone: each workspace has at most one default, its own.
+  for (const name of ['race-a', 'race-b']) {
+    const defaults = await prisma.domain.findMany({ where: { workspace: { name }, isDefault: true } })
+    t.ok(defaults.length <= 1, `${name}: at most one default domain`)
+  }
 })
 
 t.test('configuration and database errors are one plain line, exit 1', async (t) => {
