@@ -131,18 +131,28 @@ export async function addDomain(
   const workspace = await findWorkspace(prisma, options.workspace)
   const existing = await prisma.domain.findUnique({ where: { host } })
   if (existing && existing.workspaceId !== workspace.id) throw new AdminError(`${host} belongs to another workspace`)
-  const domain = await prisma.$transaction(async (tx) => {
-    if (options.isDefault) {
-      await tx.domain.updateMany({ where: { workspaceId: workspace.id, isDefault: true }, data: { isDefault: false } })
-    }
-    const stored = await tx.domain.upsert({
-      where: { host },
-      create: { host, workspaceId: workspace.id, isDefault: options.isDefault ?? false },
-      update: options.isDefault ? { isDefault: true } : {},
+  const add = () =>
+    prisma.$transaction(async (tx) => {
+      if (options.isDefault) {
+        // One default per workspace: two adds with --default take turns on the workspace's row (the update below
+        // finds no row to lock while the workspace has no default yet).
+        await tx.$queryRaw`SELECT 1 FROM "Workspace" WHERE "id" = ${workspace.id} FOR UPDATE`
+        await tx.domain.updateMany({ where: { workspaceId: workspace.id, isDefault: true }, data: { isDefault: false } })
+      }
+      const stored = await tx.domain.upsert({
+        where: { host },
+        create: { host, workspaceId: workspace.id, isDefault: options.isDefault ?? false },
+        update: options.isDefault ? { isDefault: true } : {},
+      })
+      // Another workspace added it since the check above: nothing of this is kept (its default stays as it was).
+      if (stored.workspaceId !== workspace.id) throw new AdminError(`${host} belongs to another workspace`)
+      return stored
     })
-    // Another workspace added it since the check above: nothing of this is kept (its default stays as it was).
-    if (stored.workspaceId !== workspace.id) throw new AdminError(`${host} belongs to another workspace`)
-    return stored
+  // An upsert with nothing to update reads, then inserts: another command inserting the host in between makes it
+  // fail on the key. Once more, it finds that row and says whose it is.
+  const domain = await add().catch((error: unknown) => {
+    if (isUniqueViolation(error)) return add()
+    throw error
   })
   domainsChanged()
   return domain

@@ -80,15 +80,27 @@ t.test('commands racing each other for one name: one wins, the other says why in
   for (let round = 0; round < 5; round++) {
     // Two workspaces adding one host at the same time, each as its default: one owns it, the other fails.
     const host = `race${round}.example`
+    const asDefault = round % 2 === 0 ? ['--default'] : []
     const [a, b] = await Promise.all([
-      cli('domain:add', '--workspace', 'race-a', host, '--default'),
-      cli('domain:add', '--workspace', 'race-b', host, '--default'),
+      cli('domain:add', '--workspace', 'race-a', host, ...asDefault),
+      cli('domain:add', '--workspace', 'race-b', host, ...asDefault),
     ])
     t.same([a.code, b.code].sort(), [0, 1], `${host}: one succeeds`)
     const loser = a.code === 1 ? a : b
     t.match(loser.stderr, /belongs to another workspace/)
     const owner = await prisma.domain.findUniqueOrThrow({ where: { host }, select: { workspace: { select: { name: true } }, isDefault: true } })
     t.equal(owner.workspace.name, a.code === 0 ? 'race-a' : 'race-b', 'the one that said so owns it')
+    // One workspace adding the same host twice at once: both say it is added.
+    const same = await Promise.all([cli('domain:add', '--workspace', 'race-a', `same${round}.example`), cli('domain:add', '--workspace', 'race-a', `same${round}.example`)])
+    t.same(same.map((result) => result.code), [0, 0], 'adding its own host twice succeeds twice')
+    // Two defaults at once in a workspace that has none yet: one default in the end.
+    await cli('workspace:create', `race-d${round}`)
+    const defaults = await Promise.all([
+      cli('domain:add', '--workspace', `race-d${round}`, `d${round}-a.example`, '--default'),
+      cli('domain:add', '--workspace', `race-d${round}`, `d${round}-b.example`, '--default'),
+    ])
+    t.same(defaults.map((result) => result.code), [0, 0])
+    t.equal(await prisma.domain.count({ where: { workspace: { name: `race-d${round}` }, isDefault: true } }), 1, 'one default domain')
 
     // The same new workspace, by two token:create at once: both get a token for it.
     const [first, second] = await Promise.all([cli('token:create', '--workspace', `race-new${round}`), cli('token:create', '--workspace', `race-new${round}`)])
