@@ -30,7 +30,9 @@ function caches(prisma: PrismaClient): DomainCaches {
 /** The workspace's default domain, or null. */
 function workspaceDefault(prisma: PrismaClient, workspaceId: number): Promise<string | null> {
   return caches(prisma).defaults.get(workspaceId, async () => {
-    const row = await prisma.domain.findFirst({ where: { workspaceId, isDefault: true }, select: { host: true } })
+    // One default per workspace (domain:add takes turns on the workspace); a database where an older race left
+    // two answers the one added last, every time.
+    const row = await prisma.domain.findFirst({ where: { workspaceId, isDefault: true }, orderBy: { id: 'desc' }, select: { host: true } })
     return row?.host ?? null
   })
 }

@@ -25,6 +25,15 @@ t.test('no domain: the workspace default, else the service default', async (t) =
   t.equal(onServiceDefault.json().domain, DEFAULT_DOMAIN)
 })
 
+t.test('a workspace left with two default domains by an older race: links go on the one added last', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'two-defaults', defaultDomain: 'first.two.test' })
+  const workspace = await prisma.workspace.findUniqueOrThrow({ where: { name: 'two-defaults' } })
+  await prisma.domain.create({ data: { host: 'second.two.test', workspaceId: workspace.id, isDefault: true } })
+  const created = await client(app, token).create({ url })
+  t.equal(created.statusCode, 201)
+  t.equal(created.json().domain, 'second.two.test')
+})
+
 t.test('reserved domains need an official token, explicit or by default', async (t) => {
   for (const response of [await plain.create({ url }), await plain.create({ url, domain: OFFICIAL_DOMAIN }), await brand.create({ url, domain: DEFAULT_DOMAIN })]) {
     t.equal(response.statusCode, 403)
