@@ -88,6 +88,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         }
         if (earlier) {
           request.log.info({ uniq: earlier.link.uniq }, 'idempotency key: the link an earlier attempt stored is answered')
+          app.quotas.release(request)
           return reply.code(201).header('location', `/v1/links/${earlier.link.uniq}`).header('x-autofill', earlier.autofill)
             .header(REPLAYED_HEADER, 'true').send(toLinkRecord(earlier.link, earlier.link.clicks ?? 0))
         }

@@ -72,6 +72,11 @@ export interface Quotas {
    * link and leaves the quota headers to the route's onSend hook.
    */
   reserveMany(request: FastifyRequest, operation: QuotaOperation, count: number): Promise<BulkReservation>
+  /**
+   * The request succeeds without storing anything (an Idempotency-Key's replay of a link an earlier attempt
+   * stored): its reserved slot is given back when it is answered, as a failed request's is (contract section 8).
+   */
+  release(request: FastifyRequest): void
 }
 
 export interface QuotaCounts {
@@ -103,6 +108,8 @@ declare module 'fastify' {
     quotaPending: Promise<QuotaState> | null
     /** The reservation, once admit() has applied it. */
     quotaState: QuotaState | null
+    /** Set by quotas.release(): the request stored nothing after all, and its slot goes back as a failure's. */
+    quotaReleased: boolean
   }
 }
 
@@ -126,6 +133,7 @@ export default fp(
         routeHooks: () => ({}),
         admit: async () => {},
         reserveMany: async (_request: FastifyRequest, _operation: QuotaOperation, count: number) => ({ granted: count, settle: async () => {} }),
+        release: () => {},
       })
       return
     }
@@ -192,6 +200,7 @@ export default fp(
     app.decorateRequest('quotaOperation', null)
     app.decorateRequest('quotaPending', null)
     app.decorateRequest('quotaState', null)
+    app.decorateRequest('quotaReleased', false)
 
     const subjectOf = (request: FastifyRequest): QuotaSubject => ({
       workspaceId: request.caller.workspaceId,
@@ -281,15 +290,17 @@ export default fp(
       if (!request.caller) return payload
       try {
         const state = request.quotaState ?? (request.quotaPending ? await request.quotaPending : undefined)
+        // Only a request that succeeded and stored something keeps its slot.
+        const consumed = reply.statusCode < 400 && !request.quotaReleased
         if (state && 'storeFailed' in state && state.late) {
           // Let through unlimited (allow) and succeeded: the slot is its own. Refused (deny) or failed: not.
-          giveBackLate(state.late, policy === 'allow' && reply.statusCode < 400 ? 1 : 0)
+          giveBackLate(state.late, policy === 'allow' && consumed ? 1 : 0)
         }
         if (state && !('decision' in state)) return payload
         let decision = state ? state.decision : await peekQuota(request)
         if (!decision) return payload
         const taken = decision.taken
-        if (taken && reply.statusCode >= 400) {
+        if (taken && !consumed) {
           try {
             await store.refund(taken)
             decision = { ...decision, windows: afterRefund(decision.windows), taken: undefined }
@@ -379,7 +390,10 @@ export default fp(
       return { granted, refused, settle }
     }
 
-    app.decorate('quotas', { storeKind, counts, routeHooks, admit, reserveMany })
+    const release = (request: FastifyRequest) => {
+      request.quotaReleased = true
+    }
+    app.decorate('quotas', { storeKind, counts, routeHooks, admit, reserveMany, release })
   },
   { name: 'rate-limits', dependencies: ['database', 'auth', 'redis'] },
 )

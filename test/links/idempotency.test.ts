@@ -332,6 +332,7 @@ t.test('an instance that died between storing the link and keeping the answer: t
     t.equal(replayed(retry), 'true', `${key}: marked as a replay`)
     t.same(answerHeaders(retry), answerHeaders(first), `${key}: Content-Type, Location and X-Autofill as the first answer's`)
     t.same(retry.json(), first.json(), `${key}: the same link`)
+    t.equal(quotaHeaders(retry).remaining, quotaHeaders(first).remaining, `${key}: the answer from the stored link takes no quota`)
     t.equal(replayed(await post(app, ws.token, CREATE, body, key)), 'true', `${key}: and that answer is kept for the next retry`)
     await forgetKeys()
     const other = await post(app, ws.token, CREATE, { ...body, link: { ...body.link, url: page('another') } }, key)
