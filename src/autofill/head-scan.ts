@@ -49,6 +49,23 @@ const MAX_META_TAGS = 200
 const MAX_ICON_LINKS = 20
 /** Text handed to the parser in one go, so that a large head never holds the event loop long. */
 const SLICE = 64 * 1024
+/**
+ * The most of a kept value (an attribute, the title's text): twice an address of MAX_URL_LENGTH, four times a
+ * description of 2,048 characters before its spaces are collapsed. A page's
+ * megabyte-long og:title otherwise went whole to the scraper and the text clean-up, which held the event loop
+ * for a third of a second a page. A value cut here is longer than any field takes: text is cut shorter anyway,
+ * an address too long to be stored is dropped.
+ */
+export const MAX_KEPT_VALUE = 8 * 1024
+/** The most of the kept document: what the scraper parses twice, in one go (a few milliseconds). */
+export const MAX_KEPT_TOTAL = 32 * 1024
+
+/** `value` cut to MAX_KEPT_VALUE code units, never in the middle of a surrogate pair. */
+function bounded(value: string): string {
+  if (value.length <= MAX_KEPT_VALUE) return value
+  const cut = value.slice(0, MAX_KEPT_VALUE)
+  return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
+}
 
 const isReadMeta = (key: string) => key.startsWith('og:') || key.startsWith('twitter:') || key === 'description'
 /** What names a meta, as open-graph-scraper reads them (an empty `property` does not hide a `name`). */
@@ -58,15 +75,26 @@ const metaKey = (attributes: Record<string, string>) =>
 const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;').replace(/</g, '&lt;')
 const escapeText = (value: string) => value.replace(/&/g, '&amp;').replace(/</g, '&lt;')
 const tag = (name: string, attributes: Record<string, string>, keep: string[]) =>
-  `<${name}${keep.filter((key) => key in attributes).map((key) => ` ${key}="${escapeAttribute(attributes[key])}"`).join('')}>`
+  `<${name}${keep.filter((key) => key in attributes).map((key) => ` ${key}="${escapeAttribute(bounded(attributes[key]))}"`).join('')}>`
 
-/** The tags of the page's head that autofill reads, as a small HTML document. */
-export async function headTags(html: string): Promise<string> {
+/**
+ * The tags of the page's head that autofill reads, as a small HTML document, and the addresses of its icon links
+ * in page order (the scraper names one; autofill tries each, as it does the images).
+ */
+export async function headTags(html: string): Promise<{ html: string; icons: string[] }> {
   const kept: string[] = []
+  const icons: string[] = []
+  let keptLength = 0
+  const keep = (markup: string) => {
+    if (keptLength + markup.length > MAX_KEPT_TOTAL) return false
+    kept.push(markup)
+    keptLength += markup.length
+    return true
+  }
   let title: string | undefined
   let titleText: string[] | null = null
+  let titleLength = 0
   let metas = 0
-  let icons = 0
   let ended = false
   // A <title> inside an inline <svg> (a sprite) names the drawing, not the page.
   let svgDepth = 0
@@ -78,18 +106,23 @@ export async function headTags(html: string): Promise<string> {
       else if (name === 'title' && title === undefined && svgDepth === 0) titleText = []
       else if (name === 'meta' && metas < MAX_META_TAGS && isReadMeta(metaKey(attributes))) {
         metas++
-        kept.push(tag('meta', attributes, ['property', 'name', 'itemprop', 'content', 'value']))
-      } else if (name === 'link' && icons < MAX_ICON_LINKS && /\bicon\b/i.test(attributes.rel ?? '')) {
-        icons++
-        kept.push(tag('link', attributes, ['rel', 'href', 'sizes', 'type']))
+        keep(tag('meta', attributes, ['property', 'name', 'itemprop', 'content', 'value']))
+      } else if (name === 'link' && icons.length < MAX_ICON_LINKS && /\bicon\b/i.test(attributes.rel ?? '')) {
+        if (keep(tag('link', attributes, ['rel', 'href', 'sizes', 'type']))) icons.push(bounded(attributes.href ?? ''))
       }
     },
-    ontext: (text) => titleText?.push(text),
+    ontext: (text) => {
+      // What is past the bound is not kept (the title's pieces, a text a few bytes at a time, add up to it).
+      if (titleText && titleLength < MAX_KEPT_VALUE) {
+        titleText.push(text)
+        titleLength += text.length
+      }
+    },
     onclosetag: (name) => {
       if (name === 'head') ended = true
       if (name === 'svg' && svgDepth > 0) svgDepth--
       if (name === 'title' && titleText) {
-        title = titleText.join('')
+        title = bounded(titleText.join(''))
         titleText = null
       }
     },
@@ -100,7 +133,7 @@ export async function headTags(html: string): Promise<string> {
   }
   if (!ended) parser.end()
   const titleTag = title === undefined ? '' : `<title>${escapeText(title)}</title>`
-  return `<!doctype html><html><head>${titleTag}${kept.join('')}</head><body></body></html>`
+  return { html: `<!doctype html><html><head>${titleTag}${kept.join('')}</head><body></body></html>`, icons }
 }
 
 /** `<meta charset="x">` or `<meta http-equiv="Content-Type" content="…; charset=x">`: the first one's label. */

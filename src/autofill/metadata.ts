@@ -33,7 +33,7 @@ export async function extractMetadata(source: string, pageUrl: URL): Promise<Pag
   if (!source.trim()) throw new Error('the page is empty')
   // The HTML parser would turn NUL into U+FFFD, which cleanText could no longer tell from text. Only the tags
   // read below are parsed by the scraper: a head may hold thousands of others.
-  const html = await headTags(source.replaceAll('\0', ' '))
+  const { html, icons } = await headTags(source.replaceAll('\0', ' '))
   // First the open-graph and twitter tags alone, then the plain HTML fallbacks (<title>, meta description,
   // icon links): the twitter tags come before the fallbacks, which one run cannot tell apart.
   const ogs = await loadScraper()
@@ -47,7 +47,8 @@ export async function extractMetadata(source: string, pageUrl: URL): Promise<Pag
   if (description) metadata.description = description
   const image = firstAddress([...imageUrls(tags.ogImage), ...imageUrls(tags.twitterImage)], pageUrl)
   if (image) metadata.image = image
-  const favicon = firstAddress([fallbacks.favicon], pageUrl) ?? firstAddress(['/favicon.ico'], pageUrl)
+  // The scraper's pick first, then every icon link the page names; the site's /favicon.ico when none is usable.
+  const favicon = firstAddress([fallbacks.favicon, ...icons], pageUrl) ?? firstAddress(['/favicon.ico'], pageUrl)
   if (favicon) metadata.favicon = favicon
   return metadata
 }

@@ -3,7 +3,7 @@
  * the charset a meta declares. The pages themselves are tested end to end in pages.test.ts.
  */
 import t from 'tap'
-import { HeadEnd, headTags, metaCharset } from '../../src/autofill/head-scan.js'
+import { HeadEnd, headTags, MAX_KEPT_TOTAL, MAX_KEPT_VALUE, metaCharset } from '../../src/autofill/head-scan.js'
 
 const endOf = (...pieces: string[]) => {
   const head = new HeadEnd()
@@ -24,7 +24,7 @@ t.test('where the head ends', async (t) => {
 
 t.test('the tags kept: the first title, open graph, twitter and description metas, icon links; nothing after the head', async (t) => {
   const noise = '<meta name="keywords" content="k"><link rel="stylesheet" href="/s.css"><script>var x = 1</script>'.repeat(10_000)
-  const doc = await headTags(
+  const { html: doc, icons } = await headTags(
     `<html><head>${noise}<svg><title>Icon</title></svg><noscript><img src="/px"></noscript><title>A &amp; B</title><title>Second</title><meta property="og:title" content="O &quot;T&quot;">` +
       `<meta name="twitter:image" content="/i.png"><meta name="description" content="D <b>">${noise}` +
       '<link rel="shortcut icon" href="/f.ico"></head><body><meta property="og:description" content="from the body"></body></html>',
@@ -35,10 +35,11 @@ t.test('the tags kept: the first title, open graph, twitter and description meta
       '<meta name="twitter:image" content="/i.png"><meta name="description" content="D &lt;b>">' +
       '<link rel="shortcut icon" href="/f.ico"></head><body></body></html>',
   )
+  t.same(icons, ['/f.ico'])
 })
 
 t.test('metas named as open-graph-scraper reads them: an empty property, itemprop, a value attribute', async (t) => {
-  const doc = await headTags(
+  const { html: doc } = await headTags(
     '<head><meta property="" name="twitter:title" content="T"><meta itemprop="description" content="D"><meta property="og:title" value="V">',
   )
   t.equal(
@@ -49,9 +50,22 @@ t.test('metas named as open-graph-scraper reads them: an empty property, itempro
 })
 
 t.test('at most 200 read metas and 20 icon links are kept', async (t) => {
-  const doc = await headTags(`<head>${'<meta property="og:image" content="/i.png">'.repeat(500)}${'<link rel="icon" href="/f.ico">'.repeat(50)}`)
+  const { html: doc, icons } = await headTags(`<head>${'<meta property="og:image" content="/i.png">'.repeat(500)}${'<link rel="icon" href="/f.ico">'.repeat(50)}`)
   t.equal(doc.split('<meta ').length - 1, 200)
   t.equal(doc.split('<link ').length - 1, 20)
+  t.equal(icons.length, 20)
+})
+
+t.test('kept values are bounded, and so is the whole kept document: a hostile head costs the scraper little', async (t) => {
+  // A megabyte-long og:title and title text (a surrogate pair across the cut), then megabytes of read tags.
+  const long = 'T'.repeat(MAX_KEPT_VALUE - 1) + '😀' + 'T'.repeat(1_000_000)
+  const { html: doc } = await headTags(
+    `<head><title>${long}</title><meta property="og:title" content="${long}">` +
+      `${'<meta property="og:description" content="' + 'd'.repeat(5000) + '">'.repeat(199)}<link rel="icon" href="/late.ico">`,
+  )
+  t.ok(doc.length <= MAX_KEPT_TOTAL + MAX_KEPT_VALUE + 200, `the document is ${doc.length} characters`)
+  t.match(doc, new RegExp(`<title>T{${MAX_KEPT_VALUE - 1}}</title>`), 'the title cut before the pair it would split')
+  t.match(doc, new RegExp(`<meta property="og:title" content="T{${MAX_KEPT_VALUE - 1}}">`))
 })
 
 t.test('the charset a meta declares', async (t) => {

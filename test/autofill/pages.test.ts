@@ -171,6 +171,20 @@ t.test('relative addresses resolve against the page address', async (t) => {
   })
 })
 
+t.test('an icon link that cannot be used: the next one the page names, not /favicon.ico', async (t) => {
+  serve('/icons/page', title('Icons') + '<link rel="icon" href="data:image/svg+xml,%3Csvg%3E%3C/svg%3E"><link rel="icon" href="">' +
+    '<link rel="icon" type="image/png" href="/favicon-32.png">')
+  await expectLink(t, await create('/icons/page'), 'partial', { title: 'Icons', favicon: `${origin}/favicon-32.png` })
+})
+
+t.test('an og:title and description longer than autofill keeps (8 KiB): cut to the fields\' lengths', async (t) => {
+  serve('/huge/page', og('title', 'T'.repeat(30_000)) + og('description', 'd '.repeat(10_000)))
+  const response = await create('/huge/page')
+  t.equal(response.statusCode, 201)
+  t.equal(response.json().title, 'T'.repeat(512))
+  t.equal(response.json().description.length, 2047, 'cut at 2,048 characters, the trailing space dropped')
+})
+
 t.test('after a redirect, relative addresses resolve against the redirect target', async (t) => {
   const other = await startPageServer(t)
   server.route('/moving/x/start', redirect(other.url('/moved/dir/page')))
