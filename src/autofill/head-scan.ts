@@ -50,20 +50,24 @@ const MAX_ICON_LINKS = 20
 /** Text handed to the parser in one go, so that a large head never holds the event loop long. */
 const SLICE = 64 * 1024
 /**
- * The most of a kept value (an attribute, the title's text): twice an address of MAX_URL_LENGTH, four times a
- * description of 2,048 characters before its spaces are collapsed. A page's
- * megabyte-long og:title otherwise went whole to the scraper and the text clean-up, which held the event loop
- * for a third of a second a page. A value cut here is longer than any field takes: text is cut shorter anyway,
- * an address too long to be stored is dropped.
+ * The most of a kept value (an attribute, the title's text), in code units: more than an address the link fields
+ * take (MAX_URL_LENGTH) and than a description of 2,048 characters. A page's megabyte-long og:title otherwise went
+ * whole to the scraper and the text clean-up, which held the event loop for a third of a second a page. A longer
+ * value has its runs of white space and control characters made one space first (as the text clean-up does), so
+ * that what is cut is text; an address that long could not be stored anyway.
  */
-export const MAX_KEPT_VALUE = 8 * 1024
-/** The most of the kept document: what the scraper parses twice, in one go (a few milliseconds). */
-export const MAX_KEPT_TOTAL = 32 * 1024
+export const MAX_KEPT_VALUE = 4 * 1024 + 64
+/**
+ * The most of the kept document, which the scraper parses twice in one go (some 40 ms at this size). Tags past
+ * it are not kept, none of them, so that a tag kept never loses to a later one of lower precedence that happened
+ * to be shorter: like AUTOFILL_MAX_BYTES for the head, a bound on what is read.
+ */
+export const MAX_KEPT_TOTAL = 128 * 1024
 
-/** `value` cut to MAX_KEPT_VALUE code units, never in the middle of a surrogate pair. */
+/** `value` cut to MAX_KEPT_VALUE code units (spaces collapsed first), never in the middle of a surrogate pair. */
 function bounded(value: string): string {
   if (value.length <= MAX_KEPT_VALUE) return value
-  const cut = value.slice(0, MAX_KEPT_VALUE)
+  const cut = value.replace(/[\s\u0000-\u001f\u007f-\u009f]+/g, ' ').slice(0, MAX_KEPT_VALUE)
   return /[\uD800-\uDBFF]$/.test(cut) ? cut.slice(0, -1) : cut
 }
 
@@ -85,15 +89,18 @@ export async function headTags(html: string): Promise<{ html: string; icons: str
   const kept: string[] = []
   const icons: string[] = []
   let keptLength = 0
+  let full = false
   const keep = (markup: string) => {
-    if (keptLength + markup.length > MAX_KEPT_TOTAL) return false
+    if (full || keptLength + markup.length > MAX_KEPT_TOTAL) {
+      full = true
+      return false
+    }
     kept.push(markup)
     keptLength += markup.length
     return true
   }
   let title: string | undefined
   let titleText: string[] | null = null
-  let titleLength = 0
   let metas = 0
   let ended = false
   // A <title> inside an inline <svg> (a sprite) names the drawing, not the page.
@@ -111,13 +118,8 @@ export async function headTags(html: string): Promise<{ html: string; icons: str
         if (keep(tag('link', attributes, ['rel', 'href', 'sizes', 'type']))) icons.push(bounded(attributes.href ?? ''))
       }
     },
-    ontext: (text) => {
-      // What is past the bound is not kept (the title's pieces, a text a few bytes at a time, add up to it).
-      if (titleText && titleLength < MAX_KEPT_VALUE) {
-        titleText.push(text)
-        titleLength += text.length
-      }
-    },
+    // The whole title (the head is AUTOFILL_MAX_BYTES at most): bounded below, once its spaces are collapsed.
+    ontext: (text) => titleText?.push(text),
     onclosetag: (name) => {
       if (name === 'head') ended = true
       if (name === 'svg' && svgDepth > 0) svgDepth--

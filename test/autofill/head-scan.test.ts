@@ -59,13 +59,27 @@ t.test('at most 200 read metas and 20 icon links are kept', async (t) => {
 t.test('kept values are bounded, and so is the whole kept document: a hostile head costs the scraper little', async (t) => {
   // A megabyte-long og:title and title text (a surrogate pair across the cut), then megabytes of read tags.
   const long = 'T'.repeat(MAX_KEPT_VALUE - 1) + '😀' + 'T'.repeat(1_000_000)
-  const { html: doc } = await headTags(
+  const { html: doc, icons } = await headTags(
     `<head><title>${long}</title><meta property="og:title" content="${long}">` +
-      `${'<meta property="og:description" content="' + 'd'.repeat(5000) + '">'.repeat(199)}<link rel="icon" href="/late.ico">`,
+      `${`<meta property="og:description" content="${'d'.repeat(5000)}">`.repeat(199)}<link rel="icon" href="/late.ico">`,
   )
   t.ok(doc.length <= MAX_KEPT_TOTAL + MAX_KEPT_VALUE + 200, `the document is ${doc.length} characters`)
   t.match(doc, new RegExp(`<title>T{${MAX_KEPT_VALUE - 1}}</title>`), 'the title cut before the pair it would split')
   t.match(doc, new RegExp(`<meta property="og:title" content="T{${MAX_KEPT_VALUE - 1}}">`))
+  t.same(icons, [], 'once the document is full, nothing after is kept: no later tag can win over one left out')
+})
+
+t.test('a long value of white space before its text keeps the text', async (t) => {
+  const spaces = ' \n'.repeat(10_000)
+  const { html: doc } = await headTags(`<head><title>${spaces}Real title</title><meta property="og:title" content="${spaces}Real og">`)
+  t.match(doc, /<title> Real title<\/title>/)
+  t.match(doc, /content=" Real og"/)
+})
+
+t.test('tags past the bound are not kept, whatever their length (a kept tag never loses to a later, shorter one)', async (t) => {
+  const junk = `<meta property="og:image:alt" content="${'x'.repeat(1000)}">`.repeat(Math.ceil(MAX_KEPT_TOTAL / 1000))
+  const { html: doc } = await headTags(`<head>${junk}<meta property="og:title" content="${'L'.repeat(90)}"><meta name="twitter:title" content="Tw">`)
+  t.notMatch(doc, /twitter:title/, 'the shorter twitter:title after the bound is not kept either')
 })
 
 t.test('the charset a meta declares', async (t) => {
