@@ -490,14 +490,9 @@ export async function findIdempotentCreates(
   return found
 }
 
-/** Forgets the keys of creates past their 24 hours (findIdempotentCreate ignores them already). */
+/** Forgets the keys of creates past their 24 hours (findIdempotentCreates ignores them already). */
 export async function sweepIdempotentCreates(database: Database): Promise<void> {
   await database.write(`DELETE FROM "IdempotentCreate" WHERE "createdAt" < (now() AT TIME ZONE 'UTC') - interval '24 hours'`)
-}
-
-/** The link a create with this key made since `since` (the key's 24 hours), if it is still there. */
-export async function findIdempotentCreate(database: Database, workspaceId: number, key: string, since: Date): Promise<IdempotentCreate | null> {
-  return (await findIdempotentCreates(database, workspaceId, [key], since)).get(key) ?? null
 }
 
 export async function insertLink(database: Database, link: NewLink): Promise<StoredLink> {

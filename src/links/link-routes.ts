@@ -18,7 +18,10 @@ import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
 import { bulkItemKey, createLinks, type BulkIdempotency } from './link-bulk.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
-import { findIdempotentCreate, findIdempotentCreates } from './link-repository.js'
+import { findIdempotentCreates } from './link-repository.js'
+
+/** The most links of a bulk create, so the most `key<TAB>index` rows its Idempotency-Key can have. */
+const BULK_MAX_LINKS = BulkCreateBody.properties.links.maxItems ?? 100
 import { OutcomeUnknownError } from '../db/errors.js'
 import { bulkOutcomeUnknown, idempotencyKeyReused } from '../errors/idempotency-errors.js'
 import { REPLAYED_HEADER } from '../idempotency/replay.js'
@@ -79,9 +82,13 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       if (claim) {
         // An instance that ran this request before may have stored the link and died before keeping the answer:
         // the link is answered, not made twice (its record as it is now; a replay takes no quota).
+        // With the rows a bulk create with this key would have stored (`key<TAB>index`): the key used by the other
+        // operation is refused (422) even once the key store has forgotten it.
         const since = new Date(app.idempotency.now() - app.idempotency.answerTtlMs)
-        const earlier = await findIdempotentCreate(options.links.database, request.caller.workspaceId, claim.scope.key, since)
-        if (earlier && earlier.fingerprint !== claim.fingerprint) {
+        const keys = [claim.scope.key, ...Array.from({ length: BULK_MAX_LINKS }, (_, index) => bulkItemKey(claim.scope.key, index))]
+        const found = await findIdempotentCreates(options.links.database, request.caller.workspaceId, keys, since)
+        const earlier = found.get(claim.scope.key)
+        if ([...found.values()].some((stored) => stored.fingerprint !== claim.fingerprint)) {
           // The key stays the first request's: its own retry must still find its link.
           await app.idempotency.release(request)
           throw idempotencyKeyReused()
@@ -143,7 +150,8 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         // stored some of the links: those are answered, the others created now.
         const since = new Date(app.idempotency.now() - app.idempotency.answerTtlMs)
         const keys = request.body.links.map((_, index) => bulkItemKey(claim.scope.key, index))
-        const found = await findIdempotentCreates(options.links.database, request.caller.workspaceId, keys, since)
+        // With the row of a single create with this key: the key used by the other operation is refused (422).
+        const found = await findIdempotentCreates(options.links.database, request.caller.workspaceId, [...keys, claim.scope.key], since)
         if ([...found.values()].some((earlier) => earlier.fingerprint !== claim.fingerprint)) {
           // The key stays the first request's: its own retry must still find its links.
           await app.idempotency.release(request)

@@ -399,6 +399,19 @@ t.test('a bulk create whose instance died before keeping its answer: the retry a
   const again = await post(app, ws.token, BULK, body, 'bulk-crash')
   t.same(results(again).slice(1, 3).map((result) => result.link?.uniq), uniqs.slice(1, 3))
   t.equal(await linksOf(ws.name), 3)
+
+  // The key sent to the other operation once the key store has forgotten it: 422 both ways, nothing created.
+  await forgetKeys()
+  const asCreate = await post(app, ws.token, CREATE, { link: { url: page('bulk-b') }, autofill: false }, 'bulk-crash')
+  t.equal(asCreate.statusCode, 422, "a bulk's key sent to create")
+  t.equal(asCreate.json().code, 'idempotency_key_reused')
+  const created = await post(app, ws.token, CREATE, { link: { url: page('single') }, autofill: false }, 'single-crash')
+  t.equal(created.statusCode, 201)
+  await forgetKeys()
+  const asBulk = await post(app, ws.token, BULK, { links: [{ url: page('single') }], autofill: false }, 'single-crash')
+  t.equal(asBulk.statusCode, 422, "a create's key sent to bulk")
+  t.equal(asBulk.json().code, 'idempotency_key_reused')
+  t.equal(await linksOf(ws.name), 4, 'only the single create made a link')
 })
 
 t.test('5xx is not kept: the retry runs again', async (t) => {
