@@ -27,11 +27,11 @@ export const TRANSACTION_ATTEMPTS = 3
 /** Waits up to 25 ms, 50 ms… (random: writers that collided once should not collide again in step). */
 const backoff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * 2 ** (attempt - 1)))
 
-/** Runs `work` as one transaction, again (a bounded number of times) when PostgreSQL aborted it for a conflict. */
-export async function inTransaction<T>(prisma: PrismaClient, work: (tx: Transaction) => Promise<T>): Promise<T> {
+/** Runs a transaction, again (a bounded number of times) when PostgreSQL aborted it for a conflict. */
+async function retryingConflicts<T>(transaction: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await prisma.$transaction(work, TRANSACTION_OPTIONS)
+      return await transaction()
     } catch (error) {
       if (!isTransactionConflict(error) || attempt >= TRANSACTION_ATTEMPTS) throw error
       await backoff(attempt)
@@ -39,14 +39,12 @@ export async function inTransaction<T>(prisma: PrismaClient, work: (tx: Transact
   }
 }
 
-/** inTransaction for plain SQL on the driver (Database.transaction): run again, a bounded number of times, after a conflict. */
-export async function inSqlTransaction<T>(database: Database, work: (query: SqlQuery, copyIn: CopyIn) => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await database.transaction(work)
-    } catch (error) {
-      if (!isTransactionConflict(error) || attempt >= TRANSACTION_ATTEMPTS) throw error
-      await backoff(attempt)
-    }
-  }
+/** Runs `work` as one Prisma interactive transaction, again after a conflict. */
+export function inTransaction<T>(prisma: PrismaClient, work: (tx: Transaction) => Promise<T>): Promise<T> {
+  return retryingConflicts(() => prisma.$transaction(work, TRANSACTION_OPTIONS))
+}
+
+/** Runs `work` as one transaction of plain SQL on the driver (Database.transaction), again after a conflict. */
+export function inSqlTransaction<T>(database: Database, work: (query: SqlQuery, copyIn: CopyIn) => Promise<T>): Promise<T> {
+  return retryingConflicts(() => database.transaction(work))
 }

@@ -19,12 +19,12 @@ import { compileBodyValidator } from '../plugins/validation.js'
 import { bulkItemKey, createLinks, type BulkIdempotency } from './link-bulk.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 import { findIdempotentCreates } from './link-repository.js'
-
-/** The most links of a bulk create, so the most `key<TAB>index` rows its Idempotency-Key can have. */
-const BULK_MAX_LINKS = BulkCreateBody.properties.links.maxItems ?? 100
 import { OutcomeUnknownError } from '../db/errors.js'
 import { bulkOutcomeUnknown, idempotencyKeyReused } from '../errors/idempotency-errors.js'
 import { REPLAYED_HEADER } from '../idempotency/replay.js'
+
+/** The most links of a bulk create, so the most `key<TAB>index` rows its Idempotency-Key can have. */
+const BULK_MAX_LINKS = BulkCreateBody.properties.links.maxItems ?? 100
 
 export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
@@ -81,8 +81,8 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       const claim = request.idempotencyClaim
       if (claim) {
         // An instance that ran this request before may have stored the link and died before keeping the answer:
-        // the link is answered, not made twice (its record as it is now; a replay takes no quota).
-        // With the rows a bulk create with this key would have stored (`key<TAB>index`): the key used by the other
+        // the link is answered, not made twice (its record as it is now; a replay takes no quota). The rows a bulk
+        // create with this key would have stored (`key<TAB>index`) are read too: the key used by the other
         // operation is refused (422) even once the key store has forgotten it.
         const since = new Date(app.idempotency.now() - app.idempotency.answerTtlMs)
         const keys = [claim.scope.key, ...Array.from({ length: BULK_MAX_LINKS }, (_, index) => bulkItemKey(claim.scope.key, index))]
