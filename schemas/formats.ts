@@ -99,8 +99,12 @@ export const PathId = (description: string, example: number) =>
 /** A colour as `rrggbb` or `rrggbbaa`, with or without `#` (sent as `%23` in a query: a bare `#` starts the fragment). */
 export const HEX_COLOR_PATTERN = '^#?([0-9A-Fa-f]{6}|[0-9A-Fa-f]{8})$'
 
+/** Some character other than white space: a pixel id or a script that is only spaces would load nothing. */
+export const NOT_BLANK_PATTERN = '\\S'
+
 /** What a failed pattern means, for the patterns the schemas use. */
 export const patternMessages: Record<string, string> = {
+  [NOT_BLANK_PATTERN]: 'must not be blank',
   '^[0-9]+$': 'must be a string of digits',
   '^[A-Za-z0-9_-]+$': 'may contain only letters A-Z and a-z, digits, - and _',
   [HEX_COLOR_PATTERN]: 'must be a hex colour: rrggbb or rrggbbaa, with or without # (%23)',

@@ -4,7 +4,7 @@
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox'
 import { StringEnum } from './enum.js'
-import { MAX_URL_LENGTH, PathId } from './formats.js'
+import { MAX_URL_LENGTH, NOT_BLANK_PATTERN, PathId } from './formats.js'
 
 export const PLATFORMS = [
   'linkedin',
@@ -60,7 +60,12 @@ export const Platform = StringEnum(PLATFORMS, { description: 'Platform the pixel
 export const PixelInput = Type.Object(
   {
     platform: Platform,
-    value: Type.String({ minLength: 1, maxLength: LIMITS.pixelValue, description: 'The pixel id on its platform' }),
+    value: Type.String({
+      // Not blank (so at least one character).
+      pattern: NOT_BLANK_PATTERN,
+      maxLength: LIMITS.pixelValue,
+      description: 'The pixel id on its platform',
+    }),
     id: Type.Optional(
       Type.String({ format: 'uuid', description: 'A pixel of the workspace to reuse; unknown ids are ignored' }),
     ),

@@ -1,6 +1,6 @@
 /** Scripts: a workspace's HTML/JavaScript snippets that links attach by id (linkScripts). */
 import { Type, type Static } from '@sinclair/typebox'
-import { PathId } from './formats.js'
+import { NOT_BLANK_PATTERN, PathId } from './formats.js'
 
 export const SCRIPT_NAME_MAX = 100
 /** The most a script may hold, in bytes of UTF-8 (the command line's limit too). */
@@ -42,7 +42,8 @@ export const ScriptList = Type.Object(
 
 const name = Type.String({ minLength: 1, maxLength: SCRIPT_NAME_MAX, description: 'Trimmed' })
 const content = Type.String({
-  minLength: 1,
+  // Not blank (so at least one character).
+  pattern: NOT_BLANK_PATTERN,
   description: `HTML or JavaScript, at most 64 KiB (${SCRIPT_CONTENT_MAX_BYTES} bytes of UTF-8)`,
 })
 

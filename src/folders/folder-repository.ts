@@ -20,6 +20,13 @@ export function insertFolder(prisma: PrismaClient, workspaceId: number, name: st
   return prisma.folder.create({ data: { workspaceId, name }, include: withLinkCount })
 }
 
+/** The folder that holds the name, once a delete of it under way has ended (src/db/unique-key.ts). */
+export async function folderHoldingName(prisma: PrismaClient, workspaceId: number, name: string) {
+  const [holder] = await prisma.$queryRaw<{ id: number }[]>`
+    SELECT "id" FROM "Folder" WHERE "workspaceId" = ${workspaceId} AND "name" = ${name} FOR KEY SHARE`
+  return holder
+}
+
 /** Null when the workspace has no such folder; throws P2002 when it has another folder of that name. */
 export async function renameFolder(prisma: PrismaClient, workspaceId: number, id: number, name: string) {
   const { count } = await prisma.folder.updateMany({ where: { id, workspaceId }, data: { name } })

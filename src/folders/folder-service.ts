@@ -2,7 +2,7 @@
 import type { DeleteFolderRequest, FolderRecordBody } from '../../schemas/folder.js'
 import { isRowId } from '../../schemas/formats.js'
 import type { PrismaClient } from '../db/database.js'
-import { isUniqueViolation } from '../db/errors.js'
+import { writeUniqueKey } from '../db/unique-key.js'
 import { fieldError, notFound, validationFailed } from '../errors/app-error.js'
 import { folderNotEmpty, nameTaken } from '../errors/conflicts.js'
 import type { Caller } from '../plugins/auth.js'
@@ -21,23 +21,19 @@ function folderId(id: number): number {
 
 export async function createFolder(prisma: PrismaClient, caller: Caller, name: string) {
   const clean = cleanName(name, '/name')
-  try {
-    return await folders.insertFolder(prisma, caller.workspaceId, clean)
-  } catch (error) {
-    if (isUniqueViolation(error)) throw nameTaken('folder', clean)
-    throw error
-  }
+  return withUniqueName(prisma, caller.workspaceId, clean, () => folders.insertFolder(prisma, caller.workspaceId, clean))
+}
+
+/** A write of a folder's name: 409 name_taken, or the write again once a folder being deleted has freed the name. */
+function withUniqueName<T>(prisma: PrismaClient, workspaceId: number, name: string, write: () => Promise<T>): Promise<T> {
+  return writeUniqueKey(write, () => folders.folderHoldingName(prisma, workspaceId, name), () => nameTaken('folder', name))
 }
 
 export async function renameFolder(prisma: PrismaClient, caller: Caller, id: number, name: string) {
   const clean = cleanName(name, '/name')
-  let folder: folders.StoredFolder | null
-  try {
-    folder = await folders.renameFolder(prisma, caller.workspaceId, folderId(id), clean)
-  } catch (error) {
-    if (isUniqueViolation(error)) throw nameTaken('folder', clean)
-    throw error
-  }
+  const folder = await withUniqueName(prisma, caller.workspaceId, clean, () =>
+    folders.renameFolder(prisma, caller.workspaceId, folderId(id), clean),
+  )
   if (!folder) throw notFound('folder')
   return folder
 }

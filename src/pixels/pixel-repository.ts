@@ -13,8 +13,12 @@ export function findPixel(prisma: PrismaClient, workspaceId: number, id: string)
   return prisma.pixel.findFirst({ where: { id, workspaceId } })
 }
 
-export function findPixelByKey(prisma: PrismaClient, workspaceId: number, platform: string, value: string) {
-  return prisma.pixel.findUnique({ where: { workspaceId_platform_value: { workspaceId, platform, value } } })
+/** The pixel that holds the key, once a delete of it under way has ended (src/db/unique-key.ts). */
+export async function pixelHoldingKey(prisma: PrismaClient, workspaceId: number, platform: string, value: string) {
+  const [holder] = await prisma.$queryRaw<{ id: string }[]>`
+    SELECT "id"::text AS "id" FROM "Pixel"
+    WHERE "workspaceId" = ${workspaceId} AND "platform" = ${platform} AND "value" = ${value} FOR KEY SHARE`
+  return holder
 }
 
 /** Throws P2002 when the workspace has a pixel of that platform and value. */

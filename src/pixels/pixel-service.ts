@@ -2,7 +2,7 @@
 import type { PixelBody, CreatePixelRequest, UpdatePixelRequest } from '../../schemas/pixel.js'
 import type { Platform } from '../../schemas/link.js'
 import type { PrismaClient } from '../db/database.js'
-import { isUniqueViolation } from '../db/errors.js'
+import { writeUniqueKey } from '../db/unique-key.js'
 import { notFound } from '../errors/app-error.js'
 import { pixelExists } from '../errors/conflicts.js'
 import type { Caller } from '../plugins/auth.js'
@@ -26,28 +26,19 @@ export function pixelId(uuid: string): string {
 
 /**
  * A write of (workspace, platform, value) that may collide with another pixel of the workspace: the 409 that
- * names that pixel. A pixel being deleted still holds its key until its transaction ends, and is gone when it is
- * looked for: the write is then tried again, as the key is free.
+ * names that pixel, or the write again once a pixel being deleted has freed the key (src/db/unique-key.ts).
  */
-async function withUniqueKey<T>(
+function withUniqueKey<T>(
   prisma: PrismaClient,
   key: { workspaceId: number; platform: string; value: string },
   write: () => Promise<T>,
 ): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await write()
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error
-      const existing = await pixels.findPixelByKey(prisma, key.workspaceId, key.platform, key.value)
-      if (existing) throw pixelExists(key.platform, key.value, existing.id)
-      if (attempt >= WRITE_ATTEMPTS) throw error
-    }
-  }
+  return writeUniqueKey(
+    write,
+    () => pixels.pixelHoldingKey(prisma, key.workspaceId, key.platform, key.value),
+    (holder) => pixelExists(key.platform, key.value, holder.id),
+  )
 }
-
-/** Each retry follows a delete that committed meanwhile; three in a row is not a race any more. */
-const WRITE_ATTEMPTS = 3
 
 export async function createPixel(prisma: PrismaClient, caller: Caller, body: CreatePixelRequest) {
   const pixel = { workspaceId: caller.workspaceId, platform: body.platform, value: body.value, title: body.title ?? null }

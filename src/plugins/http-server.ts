@@ -15,6 +15,7 @@ import {
   badRequest,
   expectationFailed,
   headersTooLarge,
+  invalidHost,
   missingHost,
   requestTimeout,
   uriTooLong,
@@ -58,6 +59,36 @@ export interface HttpTimeouts {
 }
 
 export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_000, idleMs: 60_000, checkIntervalMs: 1_000 }
+
+/**
+ * A Host value as RFC 9112 section 3.2 allows it: an IP literal or a registered name (RFC 3986's characters, no
+ * `@`, `/` or space), then an optional port. Anything else (`user@go.brand.com`, `go.brand.com/x`) is refused
+ * rather than read as some host.
+ */
+const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/
+
+/**
+ * Whether the request carries more than one Host header (RFC 9112 section 3.2: a 400). Node keeps the first
+ * and drops the others, so a proxy that reads the last would route the request elsewhere than the service does.
+ */
+function hasSeveralHosts(rawHeaders: string[]): boolean {
+  let hosts = 0
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]
+    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return true
+  }
+  return false
+}
+
+/** What is wrong with the request's Host header (RFC 9112 section 3.2), if anything. */
+function hostProblem(request: FastifyRequest): AppError | null {
+  const { host } = request.headers
+  // HTTP/1.0 may go without one.
+  if (host === undefined) return request.raw.httpVersion === '1.1' ? missingHost() : null
+  // rawHeaders is absent from requests made with app.inject.
+  if (!VALID_HOST.test(host) || hasSeveralHosts(request.raw.rawHeaders ?? [])) return invalidHost()
+  return null
+}
 
 /** Whether the request is for a short domain (a visitor's address), once the visitor routes are registered. */
 function onShortDomain(request: FastifyRequest): boolean {
@@ -146,12 +177,14 @@ export default fp(
       const { head, body } = rawProblem(problem)
       response.writeHead(problem.status, head).end(body)
     })
-    // RFC 9112 requires Host on HTTP/1.1; Node's check (requireHostHeader, off in the options) answers a bare 400.
+    // RFC 9112 requires one valid Host on HTTP/1.1; Node's check (requireHostHeader, off in the options) answers a
+    // bare 400 to a missing one and lets the others through.
     // The router reports a parameter over maxParamLength only when no other route matches, and the visitor
     // route `/:slug` matches any one segment, so an overlong segment is refused here, before routing counts.
     // A callback hook: it runs on every request, visits included.
     app.addHook('onRequest', (request, reply, done) => {
-      if (request.raw.httpVersion === '1.1' && request.headers.host === undefined) sendProblem(reply, missingHost())
+      const problem = hostProblem(request)
+      if (problem !== null) sendProblem(reply, problem)
       else if (hasOverlongSegment(request.url)) sendProblem(reply, uriTooLong(MAX_PARAM_LENGTH))
       else done()
     })

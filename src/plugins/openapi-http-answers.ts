@@ -47,7 +47,7 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE'])
 
 function answersOf(route: RouteOptions): HttpAnswer[] {
   const parameters = route.url.includes(':')
-  const invalidHttp = 'bad_request: not valid HTTP/1.1 (no Host header, or both Content-Length and Transfer-Encoding)'
+  const invalidHttp = 'bad_request: not valid HTTP/1.1 (no Host header, several or an invalid one, or both Content-Length and Transfer-Encoding)'
   const answers: HttpAnswer[] = [
     ...EVERY_ROUTE,
     { error: missingHost(), when: parameters ? `${invalidHttp}, or a path parameter that is not valid percent-encoded UTF-8` : invalidHttp },

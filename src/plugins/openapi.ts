@@ -29,7 +29,7 @@ export default fp(
             'Create and update branded short links. Every /v1 request carries `Api-Authorization: <token>`. ' +
             'Errors are application/problem+json with a `code` and, for bad input, the JSON pointer of each field. ' +
             'Any request may also be answered, before it reaches an operation, 400 `bad_request` (not valid HTTP/1.1, ' +
-            'or no Host header), 417 `expectation_failed` (an Expect other than 100-continue), ' +
+            'or no valid Host header), 417 `expectation_failed` (an Expect other than 100-continue), ' +
             `408 \`request_timeout\` (headers not in within ${HTTP_TIMEOUTS.headersMs / 1000} s, or the whole request ` +
             `within ${HTTP_TIMEOUTS.requestMs / 1000} s), 431 \`headers_too_large\` (request line and headers over ` +
             `${maxHeaderSize / 1024} KiB; these three close the connection), ` +

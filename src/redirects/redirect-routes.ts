@@ -29,6 +29,9 @@ const FORM_BODY_LIMIT = 4096
 
 type SlugRoute = { Params: { slug: string } }
 
+/** Whether the visitor came over HTTPS; a scheme is case-insensitive, as a proxy's X-Forwarded-Proto may be too. */
+const isHttps = (request: FastifyRequest) => request.protocol?.toLowerCase() === 'https'
+
 const COUNTER: Record<Answer['kind'], keyof VisitCounters> = {
   'not-found': 'notFound',
   expired: 'expired',
@@ -191,11 +194,23 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       })
     }
     throttle.giveBack(view.uniq, request.ip, decision.ticket)
-    const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, request.protocol === 'https')
+    const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, isHttps(request))
     return answerVisit(request, reply, view, { unlocked: true, setCookie })
   }
   // The form posts to the address it was shown at, `/<slug>/` included.
   for (const url of ['/:slug', '/:slug/']) app.post<SlugRoute>(url, passwordRoute, submitPassword)
+  // A POST to any other path of a short domain (a form sent again from an odd address) names no link either: the
+  // 404 page, as its GET gets. Answered before the body is read; elsewhere it is the API's 404 it was.
+  const otherPost = {
+    ...visitorRoute,
+    // Answers every request, so the handler never runs.
+    onRequest: async (request: FastifyRequest, reply: FastifyReply) => {
+      if (shortHost(request) === null) return notARoute(reply)
+      counters.notFound++
+      return sendPage(reply, notFoundPage())
+    },
+  }
+  app.post('/*', otherPost, () => {})
 
   // The link's QR code, in this scope for its quiet logger and host rules; not a visit.
   publicQrRoute(app, { shortHost, notARoute })

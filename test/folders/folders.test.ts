@@ -3,7 +3,9 @@
  * force=true says what becomes of them), every failure code, and isolation between workspaces.
  */
 import t from 'tap'
+import { Prisma } from '../../src/generated/prisma/client.js'
 import { apiClient } from '../support/api-client.js'
+import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 
 type Json = Record<string, any>
@@ -156,6 +158,31 @@ t.test('DELETE /v1/folders/{id}?force=true deletes it and leaves its links in no
   const empty = await folder(api, 'Empty')
   t.equal((await api.delete(`/v1/folders/${empty.id}?force=true`)).statusCode, 204, 'force on an empty folder')
 })
+
+t.test(
+  'a folder being deleted frees its name: a create or rename to that name waits for the delete, then succeeds',
+  { skip: process.env.DATABASE_URL ? false : 'a race of two transactions: PostgreSQL only' },
+  async (t) => {
+    const { api } = await workspace()
+    const doomed = await folder(api, 'Leaving')
+    const other = await folder(api, 'Staying')
+    const { uniq } = await api.link({ url: 'https://example.com/', folderId: doomed.id })
+    // The delete locks the folder, then waits for its link, locked here as a write of that link would hold it.
+    const lock = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Link" WHERE "uniq" = ${uniq} FOR UPDATE`)
+    const deleting = api.delete(`/v1/folders/${doomed.id}?force=true`)
+    await waitForLockWaiters(prisma, 1)
+    const writes = [api.post('/v1/folders', { name: 'Leaving' }), api.put(`/v1/folders/${other.id}`, { name: 'Leaving' })]
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await lock.release()
+    t.equal((await deleting).statusCode, 204)
+    const [created, renamed] = await Promise.all(writes)
+    const createdWon = created.statusCode === 201
+    t.same([created.statusCode, renamed.statusCode], createdWon ? [201, 409] : [409, 200], 'one write gets the freed name, the other is 409')
+    t.equal((createdWon ? renamed : created).json().code, 'name_taken')
+    const named = (await api.get('/v1/folders')).json().folders.filter((f: Json) => f.name === 'Leaving')
+    t.same(named.map((f: Json) => f.id), [createdWon ? created.json().id : other.id])
+  },
+)
 
 t.test('DELETE /v1/folders/{id} refuses a bad moveLinksTo or force with 400, and changes nothing', async (t) => {
   const { api } = await workspace()

@@ -111,6 +111,27 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
     t.equal(await prisma.link.count({ where: { url: 'https://example.com/expect' } }), 0, 'nothing stored')
   })
 
+  t.test('two Host headers, or a Host that is no host name or address, is 400 bad_request (RFC 9112 section 3.2)', async (t) => {
+    const bad = [
+      'Host: short.test\r\nHost: evil.example',
+      'Host: short.test\r\nhOsT: short.test',
+      'Host: user@short.test',
+      'Host: short.test/x',
+      'Host: short.test:80:80',
+      'Host: short test',
+    ]
+    for (const hostLines of bad) {
+      const response = await rawRequest(port, `GET /summer HTTP/1.1\r\n${hostLines}\r\nConnection: close\r\n\r\n`)
+      assertProblem(t, response, 400, 'bad_request')
+      t.match(JSON.parse(response.body).detail, /one Host header/, hostLines)
+    }
+    // What real clients send is untouched: a name, a port, an IP address (v4 or v6), a final dot, any case.
+    for (const host of ['localhost', 'localhost:3000', '127.0.0.1:80', '[::1]:3000', 'Short.Test.', 'xn--bcher-kva.example:']) {
+      const response = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      t.equal(response.status, 200, host)
+    }
+  })
+
   t.test('a request whose body does not arrive in time is 408 request_timeout', async (t) => {
     // The same service with short timeouts (the real ones are in src/plugins/http-server.ts).
     const timeouts = { headersMs: 200, requestMs: 300, checkIntervalMs: 50 }

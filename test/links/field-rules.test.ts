@@ -52,6 +52,7 @@ const rejections: Rejection[] = [
   { name: 'folderId of the wrong type', link: { ...base, folderId: true }, errors: [{ path: '/link/folderId', message: 'must be an integer, a string of digits or null' }] },
   { name: 'pixel platform outside the eleven', link: { ...base, pixels: [{ platform: 'myspace', value: '1' }] }, errors: [{ path: '/link/pixels/0/platform', message: /must be one of: linkedin, facebook/ }] },
   { name: 'pixel without value', link: { ...base, pixels: [{ platform: 'ga' }] }, errors: [{ path: '/link/pixels/0/value', message: 'is required' }] },
+  { name: 'pixel with a blank value', link: { ...base, pixels: [{ platform: 'ga', value: '' }, { platform: 'ga', value: ' \t' }] }, errors: [{ path: '/link/pixels/0/value', message: 'must not be blank' }, { path: '/link/pixels/1/value', message: 'must not be blank' }] },
   { name: 'unknown pixel UUID', link: { ...base, pixels: ['7d444840-9dc0-11d1-b245-5ffdce74fad2'] }, errors: [{ path: '/link/pixels/0', message: 'is not a pixel of this workspace' }] },
   { name: 'pixel UUID of another workspace', link: { ...base, pixels: ['OTHER_PIXEL'] }, errors: [{ path: '/link/pixels/0', message: 'is not a pixel of this workspace' }] },
   { name: 'pixel that is neither object nor UUID', link: { ...base, pixels: ['not-a-uuid'] }, errors: [{ path: '/link/pixels/0', message: 'must be a UUID' }] },

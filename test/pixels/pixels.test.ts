@@ -3,7 +3,9 @@
  * used the pixel lose it), every failure code, and isolation between workspaces.
  */
 import t from 'tap'
+import { Prisma } from '../../src/generated/prisma/client.js'
 import { apiClient } from '../support/api-client.js'
+import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 
 type Json = Record<string, any>
@@ -50,6 +52,7 @@ t.test('POST /v1/pixels refuses bad bodies, an existing platform and value, non-
     [{}, ['/platform', '/value']],
     [{ platform: 'myspace', value: '1' }, ['/platform']],
     [{ platform: 'ga', value: '' }, ['/value']],
+    [{ platform: 'ga', value: '   ' }, ['/value']],
     [{ platform: 'ga', value: 5 }, ['/value']],
     [{ platform: 'ga', value: 'x'.repeat(513) }, ['/value']],
     [{ platform: 'ga', value: '1', title: 7 }, ['/title']],
@@ -180,6 +183,34 @@ t.test('a create or change of a pixel racing the delete of the pixel that held i
   }
   t.same(answers.filter((status) => ![200, 201, 409].includes(status)), [], 'only 200, 201 or 409')
 })
+
+t.test(
+  'a pixel being deleted frees its platform and value: a create or change of that key waits for the delete, then succeeds',
+  { skip: process.env.DATABASE_URL ? false : 'a race of two transactions: PostgreSQL only' },
+  async (t) => {
+    const { api } = await workspace()
+    const holder = await pixel(api, { platform: 'quora', value: 'Q-held' })
+    const other = await pixel(api, { platform: 'quora', value: 'Q-other' })
+    const { uniq } = await api.link({ url: 'https://example.com/', pixels: [holder.id] })
+    // The delete locks the pixel, then waits for its link, locked here as a write of that link would hold it.
+    const lock = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Link" WHERE "uniq" = ${uniq} FOR UPDATE`)
+    const deleting = api.delete(`/v1/pixels/${holder.id}`)
+    await waitForLockWaiters(prisma, 1)
+    const writes = [api.post('/v1/pixels', { platform: 'quora', value: 'Q-held' }), api.put(`/v1/pixels/${other.id}`, { value: 'Q-held' })]
+    await new Promise((resolve) => setTimeout(resolve, 300))
+    await lock.release()
+    t.equal((await deleting).statusCode, 204)
+    const [created, changed] = await Promise.all(writes)
+    const createdWon = created.statusCode === 201
+    t.same([created.statusCode, changed.statusCode], createdWon ? [201, 409] : [409, 200], 'one write gets the freed key, the other is 409')
+    const loser = createdWon ? changed : created
+    const winnerId = createdWon ? created.json().id : other.id
+    t.equal(loser.json().code, 'pixel_exists')
+    t.match(loser.json().detail, winnerId, 'the conflict names the pixel that holds the key now, not the deleted one')
+    const held = (await api.get('/v1/pixels')).json().pixels.filter((p: Json) => p.value === 'Q-held')
+    t.same(held.map((p: Json) => p.id), [winnerId])
+  },
+)
 
 t.test('a link naming a pixel by platform and value while another request renames that pixel gets such a pixel', async (t) => {
   // The link's insert finds the pixel there; the rename commits before the link locks it. The pixel is then

@@ -68,6 +68,19 @@ t.test('behind a trusted proxy that says https, the cookie is Secure', async (t)
   })
   t.equal(response.statusCode, 302)
   t.match(String(response.headers['set-cookie']), /; Secure$/)
+  // A scheme is case-insensitive, whatever case the proxy sends it in.
+  for (const proto of ['HTTPS', 'Https']) {
+    const shouted = await proxied.inject({
+      method: 'POST', url: '/secure', payload: 'password=open+sesame',
+      headers: { host: 'go.acme.test', 'user-agent': DESKTOP, 'x-forwarded-proto': proto, 'content-type': 'application/x-www-form-urlencoded' },
+    })
+    t.match(String(shouted.headers['set-cookie']), /; Secure$/, proto)
+  }
+  const plain = await proxied.inject({
+    method: 'POST', url: '/secure', payload: 'password=open+sesame',
+    headers: { host: 'go.acme.test', 'user-agent': DESKTOP, 'x-forwarded-proto': 'http', 'content-type': 'application/x-www-form-urlencoded' },
+  })
+  t.notMatch(String(plain.headers['set-cookie']), /Secure/, 'over http, not Secure')
 })
 
 t.test('the cookie ends after 24 hours', async (t) => {

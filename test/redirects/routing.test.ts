@@ -84,6 +84,11 @@ t.test('on a short domain, anything that is no link is the 404 page', async (t) 
   const api = await visit(app, '/%zz', { host: 'api.example.com' })
   t.equal(api.statusCode, 400)
   t.equal(json(api).code, 'bad_request')
+  // A POST to such a path (a form sent again from an odd address) too, whatever its body.
+  for (const [path, type] of [['/a/b', 'application/x-www-form-urlencoded'], ['/a/b/c', 'application/json'], ['/x//', 'text/plain']]) {
+    const posted = await app.inject({ method: 'POST', url: path, headers: { host: 'go.acme.test', 'content-type': type }, payload: 'password=x' })
+    t.match(pageHeaders(posted), { status: 404, type: 'text/html; charset=utf-8', cacheControl: 'private, no-store', hasCsp: true }, `POST ${path}`)
+  }
 })
 
 t.test('on any other host these paths are the API\'s problem+json 404, as before', async (t) => {
@@ -100,6 +105,12 @@ t.test('on any other host these paths are the API\'s problem+json 404, as before
   })
   t.equal(posted.statusCode, 404)
   t.equal(json(posted).code, 'not_found')
+  // Any other path, whatever its body's type: still the API's 404, not a 415 for the body.
+  for (const type of ['application/x-www-form-urlencoded', 'text/plain', 'application/json']) {
+    const other = await app.inject({ method: 'POST', url: '/a/b', headers: { host: 'api.example.com', 'content-type': type }, payload: '{}' })
+    t.equal(other.statusCode, 404, type)
+    t.equal(json(other).code, 'not_found')
+  }
 })
 
 t.test('the API works on every host, short domains included', async (t) => {

@@ -93,6 +93,7 @@ t.test('POST /v1/scripts refuses bad bodies, non-JSON and missing tokens', async
     [{}, ['/name', '/content']],
     [{ name: 'n' }, ['/content']],
     [{ name: 'n', content: '' }, ['/content']],
+    [{ name: 'n', content: ' \n\t\u00a0' }, ['/content']],
     [{ name: 'n', content: 5 }, ['/content']],
     [{ name: '  ', content: 'x' }, ['/name']],
     [{ name: 'x'.repeat(101), content: 'x' }, ['/name']],

@@ -1,0 +1,44 @@
+/**
+ * For races with a write that is under way: a transaction of the test's own holds rows locked (as a concurrent
+ * write would) until released, and a poll tells when the service's statements are waiting for a lock. PostgreSQL
+ * only: the embedded database runs one statement at a time.
+ */
+import type { Database } from '../../src/db/database.js'
+import type { Prisma } from '../../src/generated/prisma/client.js'
+
+type PrismaClient = Database['prisma']
+
+/** Locks the rows `select` reads (a `SELECT … FOR UPDATE`) in a transaction that lasts until release(). */
+export async function holdRowLock(prisma: PrismaClient, select: Prisma.Sql): Promise<{ release(): Promise<void> }> {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  let locked!: () => void
+  const isLocked = new Promise<void>((resolve) => (locked = resolve))
+  const holding = prisma.$transaction(
+    async (tx) => {
+      await tx.$queryRaw(select)
+      locked()
+      await released
+    },
+    { timeout: 20_000 },
+  )
+  await Promise.race([isLocked, holding])
+  return {
+    async release() {
+      release()
+      await holding
+    },
+  }
+}
+
+/** Resolves once at least `count` statements on the database wait for a lock (within `timeoutMs`, else throws). */
+export async function waitForLockWaiters(prisma: PrismaClient, count: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const [{ waiting }] = await prisma.$queryRaw<{ waiting: number }[]>`
+      SELECT count(*)::int AS "waiting" FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
+    if (waiting >= count) return
+    if (Date.now() > deadline) throw new Error(`${waiting} of ${count} statements wait for a lock after ${timeoutMs} ms`)
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
