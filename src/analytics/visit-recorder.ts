@@ -131,20 +131,23 @@ export class BufferedVisitRecorder implements VisitRecorder {
   }
 
   /**
-   * Stops the timer and writes what is buffered, giving up after `deadlineMs` (the database may be down, or not
-   * answer at all: a write under way is then left behind, not waited for).
+   * Stops the timer and writes what is buffered, giving up after `deadlineMs`, or after `whileFailingMs` once a
+   * write has failed (the database is down: a write that waits, for a lock say, has the whole time). A write
+   * under way at the deadline is left behind, not waited for: it may still commit.
    */
-  async close(deadlineMs = 5000): Promise<void> {
+  async close(deadlineMs = 5000, whileFailingMs = deadlineMs): Promise<void> {
     if (this.timer) clearInterval(this.timer)
     this.timer = null
-    const deadline = Date.now() + deadlineMs
+    const started = Date.now()
+    const until = () => started + (this.failing ? Math.min(deadlineMs, whileFailingMs) : deadlineMs)
     const buffered = this.held
-    while (this.held > 0 && Date.now() < deadline) {
-      await Promise.race([this.flush(), pause(deadline - Date.now())])
-      if (this.failing && Date.now() < deadline) await pause(Math.min(100, deadline - Date.now()))
+    while (this.held > 0 && Date.now() < until()) {
+      await Promise.race([this.flush(), pause(until() - Date.now())])
+      if (this.failing && Date.now() < until()) await pause(Math.min(100, until() - Date.now()))
     }
-    if (this.held > 0) this.log.error({ lost: this.held }, 'visits: closing without writing the buffered visits (the database did not take them)')
-    else this.log.info({ written: buffered, ...this.counts }, 'visits: the buffered visits are written')
+    if (this.held > 0) {
+      this.log.error({ lost: this.held }, 'visits: closing before the database took the buffered visits (lost, unless a write still under way commits)')
+    } else this.log.info({ written: buffered, ...this.counts }, 'visits: the buffered visits are written')
   }
 
   private async writeAll(): Promise<void> {

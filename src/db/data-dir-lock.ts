@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 
 export class DataDirInUseError extends Error {
@@ -14,35 +14,83 @@ function isRunning(pid: number): boolean {
   }
 }
 
+/** The pid a lock file names, or null for one that names none (empty, garbage, 0 or negative: never a process). */
+function ownerOf(lockFile: string): number | null {
+  let text: string
+  try {
+    text = readFileSync(lockFile, 'utf8').trim()
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null
+    throw error
+  }
+  return /^[1-9][0-9]{0,9}$/.test(text) ? Number(text) : null
+}
+
+/** Creates the lock file with this process's pid in it, whole at once (a reader never sees it empty); false if it exists. */
+function createLock(lockFile: string): boolean {
+  const draft = `${lockFile}.${process.pid}`
+  writeFileSync(draft, String(process.pid))
+  try {
+    linkSync(draft, lockFile)
+    return true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
+    return false
+  } finally {
+    rmSync(draft, { force: true })
+  }
+}
+
+/**
+ * Taking over a stale lock is two steps (remove, create), so two processes that both found it stale could each
+ * remove it and create their own, one after the other. After a takeover a process waits a moment and checks that
+ * the lock still names it: the one whose lock was removed finds the other's pid and gives up.
+ */
+const TAKEOVER_SETTLE_MS = 50
+
+const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
+
 /**
  * PGlite lets only one process open a data directory, and a second one would corrupt it rather than
  * fail. A lock file holding the owner's pid turns that into a plain error; a stale lock (its process
  * gone) is taken over. Returns the function that releases the lock.
  */
-export function acquireDataDirLock(dataDir: string): () => void {
+export function acquireDataDirLock(dataDir: string, hooks: { afterTakeover?: () => void } = {}): () => void {
   const dir = resolve(dataDir)
   mkdirSync(dir, { recursive: true })
   const lockFile = join(dir, 'shortlinks.lock')
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
-      let released = false
-      return () => {
-        if (released) return
-        released = true
-        rmSync(lockFile, { force: true })
-      }
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-      const owner = Number(readFileSync(lockFile, 'utf8').trim())
-      if (owner && owner !== process.pid && isRunning(owner)) {
-        throw new DataDirInUseError(
-          `The embedded database in ${dataDir} is in use by process ${owner} (probably the running server). ` +
-            'Stop that process first, or set DATABASE_URL to use a PostgreSQL server that several processes can share.',
-        )
-      }
+  const inUse = (owner: number) =>
+    new DataDirInUseError(
+      `The embedded database in ${dataDir} is in use by process ${owner} (probably the running server). ` +
+        'Stop that process first, or set DATABASE_URL to use a PostgreSQL server that several processes can share. ' +
+        `If no such process uses it (its pid was reused after a crash or a restart), delete ${lockFile}.`,
+    )
+  for (let attempt = 0; attempt < 3; attempt++) {
+    let tookOver = false
+    if (!createLock(lockFile)) {
+      const owner = ownerOf(lockFile)
+      if (owner !== null && owner !== process.pid && isRunning(owner)) throw inUse(owner)
       rmSync(lockFile, { force: true })
+      if (!createLock(lockFile)) continue
+      tookOver = true
+    }
+    if (tookOver) {
+      sleepSync(TAKEOVER_SETTLE_MS)
+      // Tests: another process's takeover within the moment.
+      hooks.afterTakeover?.()
+      const owner = ownerOf(lockFile)
+      if (owner !== process.pid) {
+        if (owner !== null && isRunning(owner)) throw inUse(owner)
+        continue
+      }
+    }
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      // Only a lock that is still this process's: never one another process took over meanwhile.
+      if (ownerOf(lockFile) === process.pid) rmSync(lockFile, { force: true })
     }
   }
-  throw new DataDirInUseError(`Could not lock the embedded database in ${dataDir}`)
+  throw new DataDirInUseError(`Could not lock the embedded database in ${dataDir} (${lockFile})`)
 }

@@ -62,8 +62,8 @@ export interface Database {
   ping(): Promise<boolean>
   /**
    * The connection pools now (metrics, overload protection): `main` (Prisma and the API's plain SQL) and
-   * `visitor` (the redirects' reads). None on the embedded database: PGlite is one connection inside the
-   * process and queues its queries itself, with nothing to count from outside.
+   * `visitor` (the redirects' reads). On the embedded database, `main` alone: PGlite is one connection inside
+   * the process, and the statements queued for it are its waiting queries.
    */
   pools(): PoolStats[]
   /**
@@ -356,6 +356,29 @@ const EMBEDDED_TIMESTAMP_PARSERS = {
   [pg.types.builtins.TIMESTAMPTZ]: pg.types.getTypeParser(pg.types.builtins.TIMESTAMPTZ),
 }
 
+/**
+ * PGlite runs one statement or transaction at a time and queues the others, without a deadline: counted here (its
+ * public methods, the ones Prisma's adapter and this module call), the queue is the embedded database's pool
+ * queue for OVERLOAD_DB_POOL_WAITING and the metrics. Statements inside a transaction go by the transaction's
+ * own object, not counted again.
+ */
+function countInFlight(client: PGlite): () => number {
+  let inFlight = 0
+  const methods = client as unknown as Record<'query' | 'exec' | 'transaction', (...args: unknown[]) => Promise<unknown>>
+  for (const method of ['query', 'exec', 'transaction'] as const) {
+    const original = methods[method].bind(client)
+    methods[method] = async (...args) => {
+      inFlight++
+      try {
+        return await original(...args)
+      } finally {
+        inFlight--
+      }
+    }
+  }
+  return () => inFlight
+}
+
 async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database> {
   // Loaded only here: a service on PostgreSQL does not carry the embedded database in its memory.
   const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')])
@@ -370,6 +393,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
     releaseLock()
     throw error
   }
+  const inFlight = countInFlight(client)
   const prisma = new PrismaClient({ adapter: new PrismaPGlite(client) })
   return {
     prisma,
@@ -387,7 +411,11 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
         ),
       ),
     ping: () => pingWith(prisma),
-    pools: () => [],
+    // One connection, as it were: what waits for it is what overload protection and the metrics watch.
+    pools: () => {
+      const going = inFlight()
+      return [{ name: 'main', max: 1, total: 1, idle: going === 0 ? 1 : 0, waiting: Math.max(0, going - 1) }]
+    },
     // In the process: no connection to end.
     interrupt: () => {},
     async close() {

@@ -38,14 +38,24 @@ export interface DrainOptions {
   busyLimitMs: number
 }
 
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** When the close began (Date.now()), or null while the app is not closing. */
+    closingSince: number | null
+  }
+}
+
 /** How long the answers of interrupted requests have to be written before their connections are closed. */
 const INTERRUPTED_ANSWERS_MS = 250
 
 /**
  * Within the 10 s src/server.ts gives the whole close: accepting for up to 4 s, the last connections' requests
- * read by 5.5 s, the busy ones cut at 6 s, then up to 3 s to write the buffered visits (src/plugins/visits.ts).
+ * read by 5.5 s, the busy ones cut at 6 s, then writing the buffered visits (src/plugins/visits.ts) for 3 s at
+ * least and until VISIT_WRITES_BY_MS when they wait, and half a second for a rollup under way.
  */
 export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 4_000, busyLimitMs: 6_000 }
+/** Until when, counted from the beginning of the close, the buffered visits may be waited for. */
+export const VISIT_WRITES_BY_MS = 8_500
 /** How long the connections accepted last may take to send their request once the server stops accepting. */
 const LAST_CONNECTIONS_MS = 1_500
 
@@ -99,9 +109,11 @@ export default fp(
       clearTimeout(busyLimit)
       done()
     })
+    app.decorate('closingSince', null)
     app.addHook('preClose', async () => {
       closing = true
       const began = Date.now()
+      app.closingSince = began
       busyLimit = setTimeout(() => {
         options.interrupt?.()
         setTimeout(() => app.server.closeAllConnections(), INTERRUPTED_ANSWERS_MS).unref()

@@ -8,7 +8,8 @@
 import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Config } from '../config/config.js'
-import { waitAtMost } from '../db/database.js'
+import { waitAtMost, type PrismaClient } from '../db/database.js'
+import { VISIT_WRITES_BY_MS } from './graceful-close.js'
 import { createPartitionsAhead, dropExpired } from '../analytics/partitions.js'
 import { BufferedVisitRecorder, type VisitBufferOptions } from '../analytics/visit-recorder.js'
 import { storeVisitRows } from '../analytics/visit-store.js'
@@ -22,10 +23,20 @@ const MAINTENANCE_EVERY_MS = 6 * 3600_000
  * are written once per rollup) and more raw visits for the stats to read past "rolledUpTo".
  */
 const ROLLUP_EVERY_MS = 60_000
-/** How long closing waits for the buffered visits to be written; then what is left is logged as lost. */
+/**
+ * How long closing waits for the buffered visits to be written when the database fails them (it is down); then what
+ * is left is logged as lost. A write that waits rather than fails (for a lock: another instance's rollup holds the
+ * rollup row for seconds at a busy minute) is waited for until VISIT_WRITES_BY_MS after the close began.
+ */
 export const VISIT_FLUSH_ON_CLOSE_MS = 3000
 /** How long closing waits for a rollup under way before the database's close ends it. */
 const ROLLUP_CLOSE_WAIT_MS = 500
+/**
+ * How far this machine's clock may be from the database's before this instance stops dropping expired visits and
+ * rolling up: what those delete and the rollup's mark are shared by every instance, and a clock days ahead would
+ * drop this month's visits, its aggregates and today's unique visitors. Clocks kept by NTP are milliseconds apart.
+ */
+const MAX_CLOCK_SKEW_MS = 5 * 60_000
 
 export interface VisitPluginOptions {
   /** Another recorder instead of the database one (tests). */
@@ -33,8 +44,10 @@ export interface VisitPluginOptions {
   buffer?: VisitBufferOptions
   /** Put after REDIS_KEY_PREFIX before Redis keys (tests use one per run). */
   keyPrefix?: string
-  /** The clock of partition maintenance (tests). */
+  /** The clock of partition maintenance and rollups (tests). */
   now?: () => number
+  /** The machine's clock, which must agree with the database's for retention and rollups to run (tests skew it). */
+  machineClock?: () => number
   /** How often the rollup runs (default a minute), and its grace and steps (tests, benchmarks). */
   rollup?: RollupOptions & { everyMs?: number }
 }
@@ -62,6 +75,22 @@ export default fp(
     }
     const prisma = app.db.prisma
     const now = options.now ?? Date.now
+    const machineClock = options.machineClock ?? Date.now
+    let skewed = false
+    /** Whether the machine's clock agrees with the database's; a warning when it stops agreeing, a note when it agrees again. */
+    const clockAgrees = async (): Promise<boolean> => {
+      const skewMs = await clockSkewMs(prisma, machineClock)
+      const agrees = Math.abs(skewMs) <= MAX_CLOCK_SKEW_MS
+      if (!agrees && !skewed) {
+        app.log.warn(
+          { skewMs: Math.round(skewMs) },
+          "visits: this machine's clock is over 5 minutes off the database's; this instance neither drops expired visits nor rolls up until they agree",
+        )
+      }
+      if (agrees && skewed) app.log.info("visits: this machine's clock agrees with the database's again")
+      skewed = !agrees
+      return agrees
+    }
     let warned = false
     const keys = new VisitorKeys({
       redis: app.redis,
@@ -94,11 +123,14 @@ export default fp(
         }
       })())
     app.decorate('visitRollup', { run: (upTo?: Date) => rollUp(upTo), counts: rollupCounts })
-    const rollUpQuietly = () =>
-      rollUp(undefined, rollupEveryMs / 2).catch((error) => {
+    const rollUpQuietly = async () => {
+      try {
+        if (await clockAgrees()) await rollUp(undefined, rollupEveryMs / 2)
+      } catch (error) {
         rollupCounts.failures++
         app.log.warn({ err: error }, 'visits: summing the raw visits into the aggregates failed; tried again at the next minute')
-      })
+      }
+    }
 
     const maintain = async () => {
       const at = new Date(now())
@@ -106,6 +138,7 @@ export default fp(
         app.log.warn({ err: error }, 'visits: creating the partitions ahead failed; tried again later'),
       )
       try {
+        if (!(await clockAgrees())) return
         const { dropped, deferred } = await dropExpired(prisma, at, options.config.visitRetentionDays)
         if (dropped.length > 0) app.log.info({ dropped }, 'visits: partitions past the retention dropped')
         if (deferred.length > 0) app.log.info({ deferred }, 'visits: partitions past the retention kept for now (a long read held them); tried again later')
@@ -123,7 +156,8 @@ export default fp(
     app.addHook('onClose', async () => {
       for (const timer of timers) clearInterval(timer)
       // Within the time the close has left (src/plugins/graceful-close.ts, DRAIN).
-      await recorder.close(VISIT_FLUSH_ON_CLOSE_MS)
+      const left = (app.closingSince ?? Date.now()) + VISIT_WRITES_BY_MS - Date.now()
+      await recorder.close(Math.max(left, VISIT_FLUSH_ON_CLOSE_MS), VISIT_FLUSH_ON_CLOSE_MS)
       // What this instance wrote is summed by the next rollup of any instance. One under way finishes first,
       // unless it takes longer than the close has left: closing the database then ends its connection, which
       // rolls it back (the next rollup sums its span again).
@@ -132,3 +166,10 @@ export default fp(
   },
   { name: 'visits', dependencies: ['database', 'redis'] },
 )
+
+/** How far the database's clock is ahead of the machine's (negative: behind), against the middle of the round trip. */
+async function clockSkewMs(prisma: PrismaClient, machineClock: () => number): Promise<number> {
+  const before = machineClock()
+  const [{ at }] = await prisma.$queryRaw<{ at: Date }[]>`SELECT clock_timestamp() AS "at"`
+  return new Date(at).getTime() - (before + machineClock()) / 2
+}

@@ -160,3 +160,42 @@ t.test(
     t.equal((await readLink()).json().clicks, 1, 'its visit still counted (rolled up)')
   },
 )
+
+t.test("an instance whose clock is days off the database's drops nothing and does not roll up, and says so", async (t) => {
+  const { database } = await openTestDatabase(t)
+  const right = await buildTestApp(t, { database })
+  await right.app.ready()
+  const { link } = await acmeWorkspace(right, 'clock', 'go.clock.test')
+  const made = await link({ id: 'clock', url: 'https://example.com/c' })
+  const workspaceId = (await database.prisma.workspace.findUniqueOrThrow({ where: { name: 'clock' } })).id
+  const hourAgo = new Date(Date.now() - 3_600_000).toISOString()
+  await storeVisits(database, [storedVisit({ uniq: made.uniq, domain: 'go.clock.test', workspaceId }, hourAgo, 1)])
+  await right.app.visitRollup.run(new Date(Date.now() - 60_000))
+  const state = async () => {
+    const [row] = await database.prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+      `SELECT (SELECT count(*)::int FROM "analytics"."LinkHourly") AS "hourly", (SELECT count(*)::int FROM "analytics"."LinkDaily") AS "daily",
+              (SELECT count(*)::int FROM "analytics"."SeenToday") AS "seenToday", (SELECT count(*)::int FROM "analytics"."Visit") AS "visits",
+              (SELECT "rolledUpTo"::text FROM "analytics"."Rollup") AS "rolledUpTo"`,
+    )
+    return row
+  }
+  const before = await state()
+  t.ok((before.hourly as number) > 0 && (before.seenToday as number) > 0, 'the visit is summed, its visitor seen today')
+
+  // Another instance on a machine whose clock is 40 days ahead, with a retention of 30 days: by its clock,
+  // everything stored is past the retention, and the rollup may sum up to 40 days from now.
+  const ahead = () => Date.now() + 40 * 86_400_000
+  const warnings: string[] = []
+  const skewed = await buildTestApp(t, {
+    database,
+    env: { VISIT_RETENTION_DAYS: '30' },
+    visits: { now: ahead, machineClock: ahead, rollup: { everyMs: 50 } },
+    logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(JSON.parse(line).msg) } },
+  })
+  await skewed.app.ready()
+  await new Promise((resolve) => setTimeout(resolve, 400))
+  t.same(await state(), before, 'no aggregate, seen-today row or visit deleted, and the rollup mark did not move')
+  const clockWarnings = warnings.filter((msg) => /clock/.test(msg))
+  t.equal(clockWarnings.length, 1, 'said once, not at every check')
+  t.match(clockWarnings[0], /clock is over 5 minutes off the database's; this instance neither drops expired visits nor rolls up/)
+})

@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
+import { spawn } from 'node:child_process'
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
@@ -70,6 +71,29 @@ t.test('the embedded database directory is locked to one process', async (t) => 
   const again = acquireDataDirLock(dir)
   again()
   release()
+})
+
+t.test('a stale lock is taken over by one process only; a lock that names no process is stale', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'shortlinks-lock-race-'))
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }))
+  const lockFile = join(dir, 'shortlinks.lock')
+  const other = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60_000)'])
+  t.teardown(() => other.kill())
+  // Two processes that both found the lock stale each remove it and create their own, one after the other: the
+  // first, whose lock the second replaced, must find that out and give up.
+  writeFileSync(lockFile, '999999999')
+  t.throws(() => acquireDataDirLock(dir, { afterTakeover: () => writeFileSync(lockFile, String(other.pid)) }), {
+    name: 'DataDirInUseError',
+    message: new RegExp(`in use by process ${other.pid} .*If no such process uses it .*delete ${lockFile}`),
+  })
+  t.equal(readFileSync(lockFile, 'utf8'), String(other.pid), 'the other process keeps its lock')
+  // Empty (caught between create and write, before this fix), garbage, 0 or negative (kill(-1) signals every process): no owner.
+  for (const content of ['', 'garbage', '0', '-1']) {
+    writeFileSync(lockFile, content)
+    const release = acquireDataDirLock(dir)
+    t.equal(readFileSync(lockFile, 'utf8'), String(process.pid), `${JSON.stringify(content)} is taken over`)
+    release()
+  }
 })
 
 t.test('the embedded database keeps its data on disk across restarts', async (t) => {
