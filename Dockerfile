@@ -28,4 +28,4 @@ USER node
 EXPOSE 3000
 HEALTHCHECK --interval=15s --timeout=3s --start-period=20s \
   CMD node -e "fetch('http://127.0.0.1:'+(process.env.PORT||3000)+'/healthz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"
-CMD ["node", "--enable-source-maps", "--max-semi-space-size=16", "dist/src/server.js"]
+CMD ["node", "--enable-source-maps", "--max-semi-space-size=16", "--heap-growing-percent=30", "dist/src/server.js"]
