@@ -8,7 +8,9 @@
  * has one key a day whichever instance answers; without Redis, or while it cannot be reached, the key is
  * this process's own (a visitor seen by two instances then counts twice). A process that fell back asks Redis
  * again every FALLBACK_RETRY_MS, and takes the shared key once Redis answers: the fallback lasts as long as the
- * outage, not the rest of the day.
+ * outage, not the rest of the day. A process that has the shared key checks every SHARED_RECHECK_MS that Redis
+ * still holds it, and puts it back if Redis lost it (restarted empty, evicted it): otherwise an instance started
+ * afterwards would make a new key, and the instances would count the same visitor under two keys all day.
  */
 import type { Redis } from 'ioredis'
 import { createHmac, randomBytes } from 'node:crypto'
@@ -17,6 +19,8 @@ import { withDeadline } from '../redis/redis-client.js'
 const KEY_LIFETIME_S = 2 * 86_400
 /** How long a process's own key of a day is used before Redis is asked again for the shared one. */
 export const FALLBACK_RETRY_MS = 10_000
+/** How often a process checks that Redis still holds the shared key of the day it uses. */
+export const SHARED_RECHECK_MS = 10_000
 
 export interface VisitorKeysOptions {
   redis?: Redis | null
@@ -44,8 +48,8 @@ export class VisitorKeys {
   async keyOf(day: string): Promise<Buffer> {
     const now = this.options.now?.() ?? Date.now()
     const known = this.keys.get(day)
-    if (known && (known.shared || now - known.askedAt < FALLBACK_RETRY_MS)) return known.key
-    const shared = await this.shared(day)
+    if (known && now - known.askedAt < (known.shared ? SHARED_RECHECK_MS : FALLBACK_RETRY_MS)) return known.key
+    const shared = await this.shared(day, known?.key)
     // While Redis is away the process keeps one key of its own for the day: its visitors still count once on it.
     const entry = { key: shared ?? known?.key ?? randomBytes(32), shared: shared !== null, askedAt: now }
     this.keys.set(day, entry)
@@ -54,18 +58,26 @@ export class VisitorKeys {
     return entry.key
   }
 
-  private async shared(day: string): Promise<Buffer | null> {
+  /** Redis's key of the day, made from `offered` (the key this process uses, if any) when Redis holds none. */
+  private async shared(day: string, offered: Buffer | undefined): Promise<Buffer | null> {
     const { redis, keyPrefix = '' } = this.options
     if (!redis) return null
     const name = `${keyPrefix}analytics:visitor-key:${day}`
+    let failure: unknown
     try {
-      await withDeadline(redis.set(name, randomBytes(32).toString('base64'), 'EX', KEY_LIFETIME_S, 'NX'))
-      const value = await withDeadline(redis.get(name))
-      return value ? Buffer.from(value, 'base64') : null
+      await withDeadline(redis.set(name, (offered ?? randomBytes(32)).toString('base64'), 'EX', KEY_LIFETIME_S, 'NX'))
     } catch (error) {
-      this.options.onFallback?.(error)
-      return null
+      // A Redis out of memory refuses the write, and may still hold the key: read it all the same.
+      failure = error
     }
+    try {
+      const value = await withDeadline(redis.get(name))
+      if (value) return Buffer.from(value, 'base64')
+    } catch (error) {
+      failure = error
+    }
+    this.options.onFallback?.(failure ?? new Error('Redis holds no visitor key for the day'))
+    return null
   }
 }
 

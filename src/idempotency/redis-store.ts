@@ -14,7 +14,7 @@
  */
 import { randomUUID } from 'node:crypto'
 import type { Redis } from 'ioredis'
-import { RedisUnavailableError, withDeadline } from '../redis/redis-client.js'
+import { RedisUnavailableError, withDeadline, writeAgainLater } from '../redis/redis-client.js'
 import {
   ANSWER_TTL_MS,
   CLAIM_ATTEMPTS,
@@ -56,6 +56,9 @@ interface StoredValue {
   body?: string
 }
 
+/** How often a release Redis could not take is sent again (the claim's lease ends it anyway). */
+const RELEASE_RETRY_MS = 1000
+
 export class RedisIdempotencyStore implements IdempotencyStore {
   private readonly scripts: IdempotencyScripts
   private readonly answerTtlMs: number
@@ -96,9 +99,14 @@ export class RedisIdempotencyStore implements IdempotencyStore {
         set = await this.guard(this.redis.set(key, RedisIdempotencyStore.claimValue(claim), 'PX', this.leaseMs, 'NX'))
       } catch (error) {
         // Given up on at its deadline, the SET may still be made: its request is answered 503 (not run, safe to
-        // send again), so a claim made that late is nobody's and is released, or the retry would get 409s.
+        // send again), so a claim made that late is nobody's and is released, or the retry would get 409s. Also
+        // when the SET fails with its connection (closed while Redis was frozen): Redis may still make it on
+        // waking. The release deletes the key only while it holds this claim.
         if (error instanceof RedisUnavailableError && error.late) {
-          error.late.then((late) => (late === 'OK' ? this.release(claim) : undefined)).catch(() => {})
+          error.late.then(
+            (late) => void (late === 'OK' && this.releaseEventually(claim)),
+            () => this.releaseEventually(claim),
+          )
         }
         throw error
       }
@@ -123,6 +131,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
 
   async release(claim: Claim): Promise<void> {
     await this.guard(this.scripts.idempotencyRelease(this.keyOf(claim.scope), RedisIdempotencyStore.claimValue(claim)))
+  }
+
+  /** Releases a claim nobody holds, sent again every second while Redis cannot take it, for as long as its lease. */
+  private releaseEventually(claim: Claim): void {
+    this.release(claim).catch((error: unknown) =>
+      writeAgainLater(() => this.release(claim), error, { everyMs: RELEASE_RETRY_MS, forMs: this.leaseMs, giveUp: () => {} }),
+    )
   }
 
   /** The client is the app's (closed with it). */

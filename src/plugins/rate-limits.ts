@@ -95,7 +95,7 @@ export interface BulkReservation {
  * Where a request stands with the quota: what it reserved, or why nothing is known. `late`: the store did not
  * answer in time but may still take the slot (LateReservation).
  */
-type QuotaState = { decision: QuotaDecision } | { storeFailed: true; late?: LateReservation['late'] } | { lookupFailed: unknown }
+type QuotaState = { decision: QuotaDecision } | { storeFailed: true; late?: LateReservation } | { lookupFailed: unknown }
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -221,7 +221,7 @@ export default fp(
         return { decision }
       } catch (error) {
         storeFailed(request, error)
-        return { storeFailed: true, late: error instanceof LateReservation ? error.late : undefined }
+        return { storeFailed: true, late: error instanceof LateReservation ? error : undefined }
       }
     }
 
@@ -246,13 +246,15 @@ export default fp(
     }
 
     /** A reservation the store made after its request stopped waiting: what the request did not use goes back. */
-    function giveBackLate(late: LateReservation['late'], used: number): void {
-      late.then(
-        ({ decision }) => {
-          const ids = decision.taken?.ids.slice(used) ?? []
-          if (ids.length > 0) refundEventually({ subject: decision.taken!.subject, ids })
-        },
-        () => {},
+    function giveBackLate(reservation: LateReservation, used: number): void {
+      const giveBack = ({ subject, ids }: QuotaTaken) => {
+        if (ids.length > used) refundEventually({ subject, ids: ids.slice(used) })
+      }
+      reservation.late.then(
+        ({ decision }) => decision.taken && giveBack(decision.taken),
+        // Failed with its connection (closed on its socket timeout while Redis was frozen): Redis may still run the
+        // script it had received. Every slot it may have taken goes back (a refund of one it did not take is a no-op).
+        () => giveBack(reservation.possible),
       )
     }
 
@@ -360,7 +362,7 @@ export default fp(
       } catch (error) {
         storeFailed(request, error)
         request.quotaState = { storeFailed: true }
-        const late = error instanceof LateReservation ? error.late : undefined
+        const late = error instanceof LateReservation ? error : undefined
         if (policy === 'deny') {
           if (late) giveBackLate(late, 0)
           // The whole request is refused, as a single create is (503 with Retry-After): no link of it can be created.

@@ -53,6 +53,11 @@ export class LateReservation extends Error {
   constructor(
     override readonly cause: Error,
     readonly late: Promise<{ decision: QuotaDecision; granted: number }>,
+    /**
+     * Every slot the reservation may have taken: when `late` fails (its connection closed while Redis was frozen),
+     * Redis may still run the script it had received, and these are what to give back.
+     */
+    readonly possible: QuotaTaken,
   ) {
     super(cause.message)
     // Whoever holds the reservation looks at `late` only once its request is answered, and Redis may fail it

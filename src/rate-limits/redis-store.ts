@@ -72,7 +72,8 @@ export class RedisQuotaStore implements QuotaStore {
       return read(await this.guard(this.scripts.quotaReserve(...args)))
     } catch (error) {
       if (take && error instanceof RedisUnavailableError && error.late) {
-        throw new LateReservation(error, (error.late as Promise<number[]>).then(read))
+        const possible = { subject, ids: Array.from({ length: count }, (_, i) => `${prefix}:${i + 1}`) }
+        throw new LateReservation(error, (error.late as Promise<number[]>).then(read), possible)
       }
       throw error
     }

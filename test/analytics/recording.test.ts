@@ -7,7 +7,7 @@ import t from 'tap'
 import type { Visit } from '../../src/redirects/visits.js'
 import { BufferedVisitRecorder, referrerHost } from '../../src/analytics/visit-recorder.js'
 import { storeVisitRows } from '../../src/analytics/visit-store.js'
-import { FALLBACK_RETRY_MS, VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
+import { FALLBACK_RETRY_MS, SHARED_RECHECK_MS, VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
 import { closeRedisClient, createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { eventually } from '../faults/fault-support.js'
@@ -264,6 +264,33 @@ t.test('with Redis, instances share the day\'s key; it expires within two days',
   t.not((await new VisitorKeys({ redis, keyPrefix }).keyOf('2031-03-02')).toString('hex'), one.toString('hex'))
   const ttl = await redis.ttl(`${keyPrefix}analytics:visitor-key:2031-03-01`)
   t.ok(ttl > 0 && ttl <= 2 * 86_400, `expires in ${ttl} s`)
+})
+
+t.test('a day key Redis lost (restarted empty, evicted) is put back, so instances keep sharing one', { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  const { Redis } = await import('ioredis')
+  const redis = new Redis(process.env.REDIS_URL!)
+  t.teardown(() => redis.quit())
+  const keyPrefix = `test-${process.pid}-${Date.now()}-lost:`
+  const day = '2031-03-01'
+  const name = `${keyPrefix}analytics:visitor-key:${day}`
+  let clock = 0
+  const running = new VisitorKeys({ redis, keyPrefix, now: () => clock })
+  const first = (await running.keyOf(day)).toString('hex')
+
+  // Lost, then a running instance checks first: it puts its key back, and an instance started later takes it.
+  await redis.del(name)
+  clock += SHARED_RECHECK_MS
+  t.equal((await running.keyOf(day)).toString('hex'), first, 'the running instance keeps its key')
+  t.equal((await new VisitorKeys({ redis, keyPrefix }).keyOf(day)).toString('hex'), first, 'and a new instance gets that key')
+
+  // Lost, then an instance started meanwhile makes a key first: the running one takes it at its next check.
+  await redis.del(name)
+  const started = (await new VisitorKeys({ redis, keyPrefix }).keyOf(day)).toString('hex')
+  t.not(started, first, 'the new instance made a new key')
+  clock += SHARED_RECHECK_MS - 1
+  t.equal((await running.keyOf(day)).toString('hex'), first, 'until its next check, the running instance uses its own')
+  clock += 1
+  t.equal((await running.keyOf(day)).toString('hex'), started, "then Redis's: one key for the rest of the day")
 })
 
 t.test("while Redis cannot be reached an instance uses a key of its own, and Redis's again once it is back", { skip: !process.env.REDIS_URL && 'needs REDIS_URL' }, async (t) => {

@@ -9,6 +9,7 @@ import { once } from 'node:events'
 import { performance } from 'node:perf_hooks'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
+import { Redis } from 'ioredis'
 import t from 'tap'
 import { buildTestApp, client, json, openTestDatabase } from '../support/test-app.js'
 import { freePort, quotaHeaders, quotaWorkspace, redisKeyPrefix } from './quota-support.js'
@@ -171,3 +172,50 @@ t.test('Redis stops, freezes and comes back: the policy applies without hanging,
   }
   for (const [policy, app] of apps) t.ok(await recovered(app), `${policy}: answers again after the freeze`)
 })
+
+t.test(
+  'Redis frozen past its socket timeout: what it runs on waking from the dropped connection takes no quota and holds no key',
+  { skip: hasRedisServer ? false : 'no redis-server binary on this machine' },
+  async (t) => {
+    const port = await freePort()
+    const redis = await startRedis(port)
+    t.teardown(() => stopRedis(redis))
+    const { deny } = await appsOn(t, `redis://127.0.0.1:${port}`)
+    const workspace = await quotaWorkspace(prisma, 'frozen long', { hour: 10, day: 20 })
+    const api = client(deny.app, workspace.token)
+    t.equal((await api.create({ url: url('before-freeze') })).statusCode, 201)
+    const keyed = () => api.send('POST', '/v1/links/create', { link: { url: url('keyed-freeze') }, autofill: false }, { 'idempotency-key': 'frozen-key' })
+
+    // Frozen longer than the client's socket timeout (2 s): the connection is dropped with the commands it holds,
+    // and Redis, once it wakes, still runs what it had received on it (the reservations, the key's claim).
+    redis.kill('SIGSTOP')
+    try {
+      for (let i = 0; i < 2; i++) t.equal((await api.create({ url: url(`frozen-${i}`) })).statusCode, 503, 'deny: 503')
+      t.equal((await keyed()).statusCode, 503, 'a keyed create: 503')
+      await sleep(2600)
+    } finally {
+      redis.kill('SIGCONT')
+    }
+    const inspector = new Redis(`redis://127.0.0.1:${port}`)
+    t.teardown(() => inspector.quit())
+    const logKeys = async () => (await inspector.keys('*rl:*:create')).length
+    const countsNow = async () => {
+      const [key] = await inspector.keys('*rl:*:create')
+      return key ? inspector.zcard(key) : 0
+    }
+    // The slots the refused requests' scripts took are given back once Redis answers (refunds are retried every second).
+    let counted = Infinity
+    for (let waited = 0; waited < 8000 && counted !== 1; waited += 200) {
+      await sleep(200)
+      counted = (await logKeys()) === 1 ? await countsNow() : Infinity
+    }
+    t.equal(counted, 1, 'the log holds the one create that succeeded, not the two refused ones')
+    // The keyed create was answered 503 (safe to send again): its retry runs, rather than 409 for the 2-minute lease.
+    let retried = await keyed()
+    for (let waited = 0; waited < 8000 && retried.statusCode !== 201; waited += 200) {
+      await sleep(200)
+      retried = await keyed()
+    }
+    t.equal(retried.statusCode, 201, `the retry of the keyed create runs (last answer ${retried.statusCode} ${retried.body})`)
+  },
+)
