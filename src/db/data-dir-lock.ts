@@ -34,12 +34,24 @@ function createLock(lockFile: string): boolean {
     linkSync(draft, lockFile)
     return true
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error
-    return false
+    const { code } = error as NodeJS.ErrnoException
+    if (code === 'EEXIST') return false
+    if (!NO_HARD_LINKS.has(code ?? '')) throw error
   } finally {
     rmSync(draft, { force: true })
   }
+  // A file system without hard links (FAT, some network shares): created, then written, as a plain file.
+  try {
+    writeFileSync(lockFile, String(process.pid), { flag: 'wx' })
+    return true
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false
+    throw error
+  }
 }
+
+/** What link() fails with on a file system that has no hard links. */
+const NO_HARD_LINKS = new Set(['EPERM', 'ENOTSUP', 'EOPNOTSUPP', 'ENOSYS'])
 
 /**
  * Taking over a stale lock is two steps (remove, create), so two processes that both found it stale could each

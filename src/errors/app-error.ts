@@ -34,7 +34,14 @@ function describe(errors: FieldErrorBody[]): string {
   return errors.map((error) => `${error.path.replace(/^\//, '') || 'body'} ${error.message}`).join('; ')
 }
 
-export const invalidJson = (reason: string) => new AppError(400, 'invalid_json', `The body is not valid JSON: ${reason}`)
+/**
+ * V8's JSON.parse quotes the body around some errors (`Unexpected token 'h', "…":hunter2…" is not valid JSON`): a
+ * password or a token could reach the answer and the log. Such a reason is said without the quote; the others name
+ * only a position.
+ */
+const withoutQuotedBody = (reason: string) => (/^Unexpected token\b[\s\S]*is not valid JSON$/.test(reason) ? 'an unexpected character' : reason)
+
+export const invalidJson = (reason: string) => new AppError(400, 'invalid_json', `The body is not valid JSON: ${withoutQuotedBody(reason)}`)
 
 /**
  * The most field errors one 400 lists: a body can hold thousands of bad values, and an answer (and a log

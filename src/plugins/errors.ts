@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http'
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import {
@@ -39,6 +40,12 @@ export function toAppError(error: FastifyError | Error, bodyLimit = BODY_LIMIT):
   if (error instanceof SyntaxError && fastifyError.statusCode === 400) return invalidJson(error.message)
   // Any other refusal of Fastify's own of a request it cannot handle (a QUERY without Content-Type): the client's.
   if (fastifyError.code?.startsWith('FST_ERR_') && fastifyError.statusCode === 400) return badRequest(fastifyError.message)
+  // A library's refusal with a client status (the docs' static files: a path outside them, a range past the end):
+  // the client's, never a 500 and an error in the log. Where the path led is not said.
+  const status = fastifyError.statusCode ?? (error as { status?: unknown }).status
+  if (!fastifyError.code?.startsWith('FST_ERR_') && typeof status === 'number' && status >= 400 && status < 500) {
+    return status === 403 || status === 404 ? notFound('route') : badRequest(`The request cannot be served: ${STATUS_CODES[status] ?? status}`)
+  }
   if (error instanceof OutcomeUnknownError) return writeOutcomeUnknown()
   if (isDatabaseUnavailable(error)) return unavailable()
   // Contention that outlasted the retries of src/db/transaction.ts, or a pool that could not serve in time.

@@ -29,6 +29,15 @@ const FORM_BODY_LIMIT = 4096
 
 type SlugRoute = { Params: { slug: string } }
 
+/**
+ * The path and query of the request's own address. A request target in absolute form (`POST http://elsewhere/x`,
+ * which a proxy may pass on) keeps neither its scheme nor its host: the visitor stays on the short domain.
+ */
+function ownAddress(target: string): string {
+  const { pathname, search } = new URL(target, 'http://short.invalid')
+  return pathname + search
+}
+
 /** Whether the visitor came over HTTPS; a scheme is case-insensitive, as a proxy's X-Forwarded-Proto may be too. */
 const isHttps = (request: FastifyRequest) => request.protocol?.toLowerCase() === 'https'
 
@@ -85,7 +94,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       // shows it and records the visit. A reload then does not post the form again, and the masked page's address
       // is the short one.
       reply.header('set-cookie', extras.setCookie)
-      sendRedirect(reply, request.url)
+      sendRedirect(reply, ownAddress(request.url))
       return reply
     }
     // A password try was counted by its route, as what it was (wrong, throttled): one answer per visit.

@@ -58,13 +58,14 @@ t.test('every visit of a burst is stored when the server stops', needsPostgres, 
   t.match(await burstThenStop(t), /visits/, 'the server said what it wrote')
 })
 
-t.test('the buffer is written while another instance\'s rollup holds the batches up for 5 s of the close', needsPostgres, async (t) => {
+t.test('the buffer is written while another instance\'s rollup holds the batches up for 7 s of the close', needsPostgres, async (t) => {
   // A rollup of a busy minute holds the rollup row for seconds, and a batch waits for it to commit: longer than
   // the 3 s the close gives a database that fails its writes, within what it gives one that only makes them wait.
   const output = await burstThenStop(t, async (database) => {
     const rollup = await holdRowLock(database.prisma, Prisma.sql`SELECT 1 FROM "analytics"."Rollup" FOR UPDATE`)
     return async () => {
-      await new Promise((resolve) => setTimeout(resolve, 5_000))
+      // Past the 6 s at which the close ends the database connections of requests still going (there are none).
+      await new Promise((resolve) => setTimeout(resolve, 7_000))
       await rollup.release()
     }
   })

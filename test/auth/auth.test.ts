@@ -1,7 +1,7 @@
 /** Contract section 2: tokens, workspace isolation, the bad-token throttle, and what never reaches a log. */
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { BadTokenThrottle } from '../../src/auth/bad-token-throttle.js'
+import { BadTokenThrottle, MAX_TRACKED_ADDRESSES } from '../../src/auth/bad-token-throttle.js'
 import { hashToken } from '../../src/auth/tokens.js'
 import { revokeToken } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
@@ -85,6 +85,26 @@ t.test('more than 30 bad tokens from one address in a minute get 429 until the m
   t.equal((await attempt(good)).statusCode, 201, 'after the minute the address may try again')
 })
 
+t.test('the throttle forgets ended windows as it goes and follows at most MAX_TRACKED_ADDRESSES addresses', async (t) => {
+  let now = 0
+  const throttle = new BadTokenThrottle(2, 60_000, () => now)
+  // A steady stream of bad tokens from ever new addresses: only the last minute's addresses are kept.
+  for (let i = 0; i < 30_000; i++) {
+    now = i * 10
+    throttle.recordFailure(`10.0.${i >> 8}.${i & 255}`)
+  }
+  t.equal(throttle.tracked, 6_000, 'the addresses of the last 60 s (one every 10 ms), the ended ones forgotten')
+  for (let i = 0; i < 3; i++) throttle.recordFailure('192.0.2.1')
+  t.ok(throttle.blockedFor('192.0.2.1') > 0, 'counting goes on')
+  // Many addresses within one window: bounded.
+  for (let i = 0; i < MAX_TRACKED_ADDRESSES + 50; i++) throttle.recordFailure(`a${i}`)
+  t.equal(throttle.tracked, MAX_TRACKED_ADDRESSES, 'the oldest are forgotten past the bound')
+  t.equal(throttle.blockedFor('192.0.2.1'), 0, 'the oldest window went first')
+  throttle.recordFailure(`a${MAX_TRACKED_ADDRESSES + 49}`)
+  throttle.recordFailure(`a${MAX_TRACKED_ADDRESSES + 49}`)
+  t.ok(throttle.blockedFor(`a${MAX_TRACKED_ADDRESSES + 49}`) > 0, 'the newest still count')
+})
+
 t.test('neither tokens nor passwords ever reach the log', async (t) => {
   const response = await alice.create({
     url: 'https://example.com/',
@@ -93,9 +113,14 @@ t.test('neither tokens nor passwords ever reach the log', async (t) => {
   t.equal(response.statusCode, 201)
   await client(app, 'sl_wrong-token-value').create({ url: 'https://example.com/' })
   await alice.create({ url: 'not a url', passwordProtect: { enable: true, password: 'hunter2-very-secret' } })
+  // Malformed JSON: JSON.parse's message quotes the body around the error, a password without its quotes included.
+  const malformed = await alice.send('POST', '/v1/links/create', '{"link":{"url":"https://example.com","passwordProtect":{"enable":true,"password":hunter2-very-secret}}}')
+  t.equal(malformed.json().code, 'invalid_json')
+  t.notMatch(malformed.body, /hunter/, 'the problem does not quote the body')
   const log = logLines.join('')
   t.ok(log.length > 0, 'something was logged')
   t.match(log, /"reqId"/, 'log lines carry the request id')
+  t.notMatch(log, /hunter/, 'no part of a password')
   for (const secret of [aliceToken, bobToken, 'sl_wrong-token-value', 'hunter2-very-secret']) {
     t.notOk(log.includes(secret), `the log does not contain ${secret.slice(0, 6)}…`)
   }

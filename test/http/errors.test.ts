@@ -128,3 +128,15 @@ t.test('an empty body is no body on a DELETE, even with Content-Type: applicatio
   const emptyPost = await api.send('POST', '/v1/links/create', '')
   t.equal(emptyPost.json().code, 'invalid_json', 'but an empty POST body is still malformed JSON')
 })
+
+t.test("the docs' static files: a path outside them or a range past the end is the client's 4xx, never a 500", async (t) => {
+  const lines: { level: number; msg: string }[] = []
+  const { app: docs } = await buildTestApp(t, { logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } } })
+  t.equal((await docs.inject('/docs/static/index.css')).statusCode, 200, 'a file of the docs')
+  for (const url of ['/docs/static/%2e%2e/%2e%2e/package.json', '/docs/static/%2e%2e/x', '/docs/static/a%00b']) {
+    assertProblem(t, await docs.inject(url), 404, 'not_found')
+  }
+  const range = await docs.inject({ url: '/docs/static/index.css', headers: { range: 'bytes=999999-' } })
+  assertProblem(t, range, 400, 'bad_request')
+  t.same(lines.filter((line) => line.level >= 50), [], 'no error in the log')
+})

@@ -4,7 +4,9 @@
  * tries per link and address in 15 minutes (429), shared by every instance through Redis.
  */
 import { createHmac } from 'node:crypto'
+import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { rawRequest } from '../support/raw-http.js'
 import { PASSWORD_WINDOW_MS } from '../../src/redirects/password-throttle.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import type { Visit } from '../../src/redirects/visits.js'
@@ -153,6 +155,24 @@ t.test('after the right password, a link that shows a page sends the visitor bac
     t.match(page.body, expected)
     await new Promise((resolve) => setImmediate(resolve))
     t.equal(recorded.length, recordedBefore + 1, `${id}: and records the visit, once`)
+  }
+})
+
+t.test('that address is the path and query only, whatever form the request target had', async (t) => {
+  await protectedLink('absolute-form', { masking: true })
+  const { app: listening } = await buildTestApp(t, { database, env: { COOKIE_SECRET: SECRET }, redirects: clock })
+  await listening.redirects.domains.refresh()
+  await listening.listen({ port: 0, host: '127.0.0.1' })
+  const port = (listening.server.address() as AddressInfo).port
+  const body = 'password=open+sesame'
+  for (const target of ['http://evil.example/absolute-form?ref=mail', 'https://go.acme.test@evil.example/absolute-form?ref=mail']) {
+    const response = await rawRequest(
+      port,
+      `POST ${target} HTTP/1.1\r\nHost: go.acme.test\r\nUser-Agent: ${DESKTOP}\r\nContent-Type: application/x-www-form-urlencoded\r\n` +
+        `Content-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+    )
+    t.equal(response.status, 302, target)
+    t.equal(response.headers.location, '/absolute-form?ref=mail', `${target}: the visitor stays on the short domain`)
   }
 })
 
