@@ -21,6 +21,7 @@ const ANSWER_LABELS: Record<keyof VisitCounters, string> = {
   password: 'password',
   wrongPassword: 'wrong_password',
   throttled: 'throttled',
+  checksBusy: 'checks_busy',
   expired: 'expired',
   gone: 'gone',
   notFound: 'not_found',

@@ -10,6 +10,7 @@ import { slugKey } from '../links/slug.js'
 import type { LinkLocator } from '../links/link-service.js'
 import { BLIND_MAX_AGE_MS, localChannel, RedisChangeChannel, type Change, type ChangeChannel } from '../redirects/invalidation.js'
 import { PasswordCookies } from '../redirects/password-cookie.js'
+import { PasswordChecks } from '../redirects/password-checks.js'
 import { MemoryPasswordThrottle, RedisPasswordThrottle, type PasswordThrottle } from '../redirects/password-throttle.js'
 import { cacheKey, RedirectCache, type RedirectCacheOptions } from '../redirects/redirect-cache.js'
 import { batchedViewReader, loadRedirectViews, type RedirectView } from '../redirects/redirect-view.js'
@@ -27,6 +28,8 @@ export interface RedirectPluginOptions {
   /** Another visit recorder than the database one (tests); see src/plugins/visits.ts. */
   visits?: VisitRecorder
   domainsRefreshMs?: number
+  /** How many password checks run and wait at most (tests make it small). */
+  passwordChecks?: { maxRunning: number; maxWaiting: number }
 }
 
 /** How many visits got each answer, since start (a later issue exports metrics). */
@@ -38,6 +41,8 @@ export interface VisitCounters {
   password: number
   wrongPassword: number
   throttled: number
+  /** Password tries answered 503: too many checks under way (src/redirects/password-checks.ts). */
+  checksBusy: number
   expired: number
   gone: number
   notFound: number
@@ -48,6 +53,7 @@ export interface Redirects {
   readonly cache: RedirectCache
   readonly channel: ChangeChannel
   readonly throttle: PasswordThrottle
+  readonly passwordChecks: PasswordChecks
   readonly cookies: PasswordCookies
   readonly counters: VisitCounters
   /** Statements sent to read views (each reads one or more links: cache.reads counts the links). */
@@ -110,7 +116,8 @@ export default fp(
     }
 
     const counters: VisitCounters = {
-      redirect: 0, masking: 0, interstitial: 0, crawler: 0, password: 0, wrongPassword: 0, throttled: 0, expired: 0, gone: 0, notFound: 0,
+      redirect: 0, masking: 0, interstitial: 0, crawler: 0, password: 0, wrongPassword: 0, throttled: 0, checksBusy: 0, expired: 0, gone: 0,
+      notFound: 0,
     }
     const publish = (change: Change) => {
       apply(change)
@@ -127,6 +134,7 @@ export default fp(
       cache,
       channel,
       throttle,
+      passwordChecks: new PasswordChecks(settings.passwordChecks?.maxRunning, settings.passwordChecks?.maxWaiting),
       cookies: new PasswordCookies(config.cookieSecret, now),
       counters,
       viewStatements: () => viewStatements,

@@ -54,7 +54,7 @@ const COUNTER: Record<Answer['kind'], keyof VisitCounters> = {
 
 export default async function redirectRoutes(app: FastifyInstance, options: { countryHeader: string }) {
   const { redirects } = app
-  const { counters, cookies, throttle } = redirects
+  const { counters, cookies, throttle, passwordChecks } = redirects
   // Both in this plugin's scope only: the API keeps accepting JSON bodies alone, and its request logs.
   await app.register(formbody, { bodyLimit: FORM_BODY_LIMIT })
   app.setChildLoggerFactory(quietChildLogger)
@@ -194,7 +194,16 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     // scrypt, compared with timingSafeEqual (src/links/password.ts); longer than any stored password is wrong.
     // The limit counts characters as the API's schema does (an emoji is one, though two UTF-16 units).
     const withinLimit = password.length <= 2 * LIMITS.password && codePointLength(password) <= LIMITS.password
-    const right = withinLimit && (await verifyPassword(password, view.passwordHash))
+    const right = withinLimit && (await passwordChecks.run(() => verifyPassword(password, view.passwordHash!)))
+    if (right === 'busy') {
+      // Not checked: the try is not counted against the visitor.
+      throttle.giveBack(view.uniq, request.ip, decision.ticket)
+      counters.checksBusy++
+      return answerVisit(request, reply, view, {
+        unlocked: false,
+        passwordError: { status: 503, message: 'Too many passwords are being checked right now. Try again in a moment.', retryAfterSeconds: 2 },
+      })
+    }
     if (!right) {
       counters.wrongPassword++
       return answerVisit(request, reply, view, {

@@ -23,8 +23,11 @@ export const PAGE_CACHE_CONTROL = 'private, no-store'
 /** What the visit's answer may add: a cookie after the right password, or the outcome of a wrong one. */
 export interface AnswerExtras {
   setCookie?: string
-  /** The password form again, after a wrong password (401) or too many (429, with Retry-After). */
-  passwordError?: { status: 401 | 429; message: string; retryAfterSeconds?: number }
+  /**
+   * The password form again, after a wrong password (401), too many (429, with Retry-After), or a try that could
+   * not be checked for now (503, with Retry-After).
+   */
+  passwordError?: { status: 401 | 429 | 503; message: string; retryAfterSeconds?: number }
 }
 
 export function pageLink(view: RedirectView): PageLink {

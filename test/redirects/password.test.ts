@@ -214,6 +214,33 @@ t.test('what the form address does with other posts', async (t) => {
   t.equal(open.headers.location, 'https://example.com/open')
 })
 
+t.test('password checks beyond those the service runs and queues are answered at once 503, the form again, the try not counted', async (t) => {
+  await protectedLink('busy-checks')
+  const { app: small } = await buildTestApp(t, {
+    database,
+    env: { COOKIE_SECRET: SECRET },
+    redirects: { ...clock, passwordChecks: { maxRunning: 1, maxWaiting: 0 } },
+  })
+  await small.redirects.domains.refresh()
+  // Six tries at once, from six addresses: one is checked (scrypt, about 90 ms), those that come meanwhile refused.
+  const addresses = Array.from({ length: 6 }, (_, i) => `192.0.2.${201 + i}`)
+  const tries = await Promise.all(addresses.map((remoteAddress) => postPassword(small, '/busy-checks', 'open sesame', { remoteAddress })))
+  const statuses = tries.map((response) => response.statusCode)
+  t.same(statuses.filter((status) => status !== 302 && status !== 503), [], 'each try opens the link or is refused')
+  t.ok(statuses.includes(302) && statuses.includes(503), `some opened, some refused: ${statuses.join(', ')}`)
+  for (const busy of tries.filter((response) => response.statusCode === 503)) {
+    t.match(pageHeaders(busy), { status: 503, ...PAGE })
+    t.equal(busy.headers['retry-after'], '2')
+    t.match(busy.body, /<form method="post"/)
+    t.match(busy.body, /Try again in a moment/)
+    t.equal(busy.headers['set-cookie'], undefined)
+  }
+  t.equal(small.redirects.counters.checksBusy, statuses.filter((status) => status === 503).length)
+  // A refused try is not one of the address's 10.
+  const refusedAddress = addresses[statuses.indexOf(503)]
+  t.same(await wrongTries(small, '/busy-checks', refusedAddress, 10), Array(10).fill(401), 'ten wrong tries still allowed afterwards')
+})
+
 /** Posts `count` wrong passwords from an address; returns the statuses. */
 async function wrongTries(instance: typeof app, path: string, address: string, count: number): Promise<number[]> {
   const statuses: number[] = []
