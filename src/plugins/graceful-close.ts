@@ -105,7 +105,7 @@ export default fp(
     // Once the server is closed no request is going: the busy limit must not interrupt the database's work after
     // that (another app on the same database, as in the tests, or the close's own writes of the visits). Cleared
     // when the server closes, which is before the other plugins' onClose hooks run (the visits' writes among them):
-    // an onClose hook of this plugin would run after theirs.
+    // an onClose hook of this plugin runs after theirs, and is there for an app that never listened.
     let busyLimit: NodeJS.Timeout | undefined
     app.server.on('close', () => clearTimeout(busyLimit))
     app.addHook('onClose', (_instance, done) => {
