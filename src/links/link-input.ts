@@ -26,8 +26,11 @@ export interface LinkExpiration {
 
 export interface PasswordSetting {
   enable: boolean
-  /** null only while disabled and never given a password. */
-  hash: string | null
+  /**
+   * null only while disabled and never given a password. Absent in an update that gives no new password: the
+   * stored hash stays as it is when the update is written (a password another request set meanwhile is kept).
+   */
+  hash?: string | null
 }
 
 /** A link's settings in stored form: what create writes and update merges into. */
@@ -139,12 +142,12 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
     const protect = input.passwordProtect
     if (!protect) out.password = null
     else {
-      const hash = protect.password !== undefined ? null : (context.storedPasswordHash ?? null)
-      if (protect.enable && protect.password === undefined && !hash) {
+      if (protect.enable && protect.password === undefined && !context.storedPasswordHash) {
         fail('passwordProtect/password', 'is required to enable password protection')
       }
-      // A new password is hashed by hashNewPassword, once the request has passed every check and its quota.
-      out.password = { enable: protect.enable, hash }
+      // A new password is hashed by hashNewPassword, once the request has passed every check and its quota;
+      // without one, the hash is left as stored (`hash` absent).
+      out.password = protect.password !== undefined ? { enable: protect.enable, hash: null } : { enable: protect.enable }
     }
   }
 

@@ -266,19 +266,47 @@ async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<Lin
   const values = sqlValues(columns(changes) as Record<string, unknown>, params)
   const fills = sqlValues(fill, params)
   params.push(new Date().toISOString())
+  // Enabled without a new password, on the hash stored when the row is written: none (another request removed the
+  // password meanwhile) leaves the link without protection, as that request asked, not "enabled" with no password.
+  const keepsHash = changes.password != null && changes.password.hash === undefined
   const assignments = [
-    ...values.map((value) => `${value.name} = ${value.placeholder}`),
+    ...values.map((value) =>
+      keepsHash && value.name === '"passwordEnable"'
+        ? `${value.name} = CASE WHEN l."passwordHash" IS NULL THEN NULL ELSE (${value.placeholder})::boolean END`
+        : `${value.name} = ${value.placeholder}`,
+    ),
     // Empty is empty whether stored as null or as "" (a title sent as ""): both take the page's value.
     ...fills.map((value) => `${value.name} = COALESCE(NULLIF(l.${value.name}, ''), ${value.placeholder})`),
     `"updatedAt" = GREATEST($${params.length}::timestamp(3), l."updatedAt")`,
   ]
-  const [row] = await sql<LinkRow>(
-    `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1 RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
-    params,
-    'prepared',
+  const row = await untilAsSeen((guard) =>
+    sql<LinkRow>(
+      `UPDATE "Link" AS l SET ${assignments.join(', ')} WHERE l."uniq" = $1${guard} RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
+      params,
+      'prepared',
+    ),
   )
   return row ? toStoredLink(row) : null
 }
+
+/**
+ * For an UPDATE … RETURNING of a link whose row it did not lock first ($1 its uniq): the subqueries of RETURNING
+ * (the link's pixels) read the statement's snapshot, taken before it waited for a writer holding the row (a change
+ * of the link's pixels), while the row it updates is the one that writer left. With the guard the row must be
+ * the version the snapshot saw, or nothing is updated, and the statement is sent again with a new snapshot.
+ * After a few tries (a link changed again and again, or gone) it goes without the guard.
+ */
+async function untilAsSeen(send: (guard: string) => Promise<LinkRow[]>): Promise<LinkRow | undefined> {
+  for (let attempt = 0; attempt < AS_SEEN_ATTEMPTS; attempt++) {
+    const [row] = await send(AS_SEEN_GUARD)
+    if (row) return row
+  }
+  const [row] = await send('')
+  return row
+}
+
+const AS_SEEN_GUARD = ' AND l.xmin = (SELECT seen.xmin FROM "Link" AS seen WHERE seen."uniq" = $1)'
+const AS_SEEN_ATTEMPTS = 3
 
 /** Column values for the settings present in `settings` (pixels are stored separately). */
 function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInput {
@@ -301,7 +329,8 @@ function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInp
   }
   if (settings.password !== undefined) {
     data.passwordEnable = settings.password?.enable ?? null
-    data.passwordHash = settings.password?.hash ?? null
+    // No new password: the stored hash stays (updatePlainLink keeps protection off a link left without one).
+    if (settings.password === null || settings.password.hash !== undefined) data.passwordHash = settings.password?.hash ?? null
   }
   return data
 }
@@ -613,13 +642,15 @@ export async function updateLinkColumns(
     if (where.notOnDomains?.length) conditions.push(`l."domain" <> ALL($${params.push(where.notOnDomains)}::text[])`)
     const now = `$${params.push(new Date().toISOString())}::timestamp(3)`
     const changed = values.map((value) => `l.${value.name} IS DISTINCT FROM ${value.placeholder}`).join(' OR ')
-    const [row] = await database.sql<LinkRow>(
-      `UPDATE "Link" AS l SET ${values.map((value) => `${value.name} = ${value.placeholder}`).join(', ')},
-         "updatedAt" = CASE WHEN ${changed} THEN GREATEST(${now}, l."updatedAt") ELSE l."updatedAt" END
-       WHERE ${conditions.join(' AND ')}
-       RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
-      params,
-      'prepared',
+    const row = await untilAsSeen((guard) =>
+      database.sql<LinkRow>(
+        `UPDATE "Link" AS l SET ${values.map((value) => `${value.name} = ${value.placeholder}`).join(', ')},
+           "updatedAt" = CASE WHEN ${changed} THEN GREATEST(${now}, l."updatedAt") ELSE l."updatedAt" END
+         WHERE ${conditions.join(' AND ')}${guard}
+         RETURNING ${LINK_COLUMNS}, ${PIXELS_COLUMN}, ${CLICKS_COLUMN}`,
+        params,
+        'prepared',
+      ),
     )
     return row ? toStoredLink(row) : null
   })

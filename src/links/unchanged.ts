@@ -44,7 +44,9 @@ const COMPARISONS: Comparisons = {
         link.expirationUrl === value.url &&
         link.expirationTimezone === value.timezone,
   password: (link, value) =>
-    value === null ? link.passwordEnable === null : link.passwordEnable === value.enable && link.passwordHash === value.hash,
+    value === null
+      ? link.passwordEnable === null
+      : link.passwordEnable === value.enable && (value.hash === undefined || link.passwordHash === value.hash),
 }
 
 export function changesNothing(link: StoredLink, changes: Partial<LinkSettings>): boolean {

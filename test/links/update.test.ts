@@ -1,5 +1,8 @@
 /** Contract section 7: both update paths merge, null clears, identity cannot change, unknown links are 404. */
 import t from 'tap'
+import { Prisma } from '../../src/generated/prisma/client.js'
+import { hashPassword, verifyPassword } from '../../src/links/password.js'
+import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { linkStatements } from '../support/link-statements.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
@@ -201,6 +204,61 @@ t.test('password: {enable: true} alone keeps the stored hash; a new password rep
   t.not(hash, original)
   t.match(hash, /^scrypt\$/)
 })
+
+t.test(
+  'password: {enable: true} alone keeps the hash stored when it is written, not the one read before (a password set meanwhile stays)',
+  { skip: process.env.DATABASE_URL ? false : 'a race of two transactions: PostgreSQL only' },
+  async (t) => {
+    const link = await newLink()
+    const newHash = await hashPassword('set meanwhile')
+    // Another request's write holds the row: this update reads the link, then waits for the row to write it.
+    const other = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Link" WHERE "uniq" = ${link.uniq} FOR UPDATE`)
+    const enabling = api.update(link.uniq, { note: 'written back', passwordProtect: { enable: true } }, { autofill: false })
+    await waitForLockWaiters(prisma, 1)
+    await other.release((tx) => tx.$executeRaw`UPDATE "Link" SET "passwordHash" = ${newHash} WHERE "uniq" = ${link.uniq}`)
+    const answer = await enabling
+    t.equal(answer.statusCode, 200)
+    const stored = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+    t.equal(stored.passwordHash, newHash, 'the password set meanwhile is kept')
+    t.equal(stored.note, 'written back')
+    t.ok(await verifyPassword('set meanwhile', stored.passwordHash!))
+
+    // And one removed meanwhile stays removed: the link is not left "enabled" with no password.
+    const second = await newLink()
+    const remover = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Link" WHERE "uniq" = ${second.uniq} FOR UPDATE`)
+    const enablingAgain = api.update(second.uniq, { note: 'written back', passwordProtect: { enable: true } }, { autofill: false })
+    await waitForLockWaiters(prisma, 1)
+    await remover.release((tx) => tx.$executeRaw`UPDATE "Link" SET "passwordHash" = NULL, "passwordEnable" = NULL WHERE "uniq" = ${second.uniq}`)
+    t.equal((await enablingAgain).statusCode, 200)
+    const removed = await prisma.link.findUniqueOrThrow({ where: { uniq: second.uniq } })
+    t.same([removed.passwordEnable, removed.passwordHash], [null, null])
+  },
+)
+
+t.test(
+  "an update's answer shows the pixels stored when it was written, not those of the snapshot it began with",
+  { skip: process.env.DATABASE_URL ? false : 'a race of two transactions: PostgreSQL only' },
+  async (t) => {
+    for (const [path, extra] of [['one statement', { autofill: false }], ['full path', {}]] as const) {
+      const link = await newLink()
+      const { workspaceId } = await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })
+      const pixel = await prisma.pixel.create({ data: { workspaceId, platform: 'quora', value: `Q-${path}` } })
+      // Another request changing the link's pixels holds its row; this update of the url waits for it.
+      const other = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Link" WHERE "uniq" = ${link.uniq} FOR NO KEY UPDATE`)
+      const updating = api.update(link.uniq, { url: `https://example.com/${path.replace(' ', '-')}` }, extra)
+      await waitForLockWaiters(prisma, 1)
+      await other.release(async (tx) => {
+        await tx.$executeRaw`DELETE FROM "LinkPixel" WHERE "linkUniq" = ${link.uniq}`
+        await tx.$executeRaw`INSERT INTO "LinkPixel" ("linkUniq", "pixelId", "position") VALUES (${link.uniq}, ${pixel.id}::uuid, 0)`
+        await tx.$executeRaw`UPDATE "Link" SET "updatedAt" = now() WHERE "uniq" = ${link.uniq}`
+      })
+      const answer = await updating
+      t.equal(answer.statusCode, 200, path)
+      t.same(answer.json().pixels.map((p: { value: string }) => p.value), [`Q-${path}`], `${path}: the pixels as stored now`)
+      t.same(answer.json(), (await app.inject({ url: `/v1/links/${link.uniq}`, headers: { 'api-authorization': token } })).json(), `${path}: the answer is the stored link`)
+    }
+  },
+)
 
 t.test('password: enabling a link that never had one without giving one is 400', async (t) => {
   const link = await newLink({ passwordProtect: null })

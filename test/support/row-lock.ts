@@ -8,24 +8,32 @@ import type { Prisma } from '../../src/generated/prisma/client.js'
 
 type PrismaClient = Database['prisma']
 
-/** Locks the rows `select` reads (a `SELECT … FOR UPDATE`) in a transaction that lasts until release(). */
-export async function holdRowLock(prisma: PrismaClient, select: Prisma.Sql): Promise<{ release(): Promise<void> }> {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
+type Transaction = Parameters<Parameters<PrismaClient['$transaction']>[0]>[0]
+
+/**
+ * Locks the rows `select` reads (a `SELECT … FOR UPDATE`) in a transaction that lasts until release(), which may
+ * first write in it (a concurrent write that commits while others wait for its rows).
+ */
+export async function holdRowLock(
+  prisma: PrismaClient,
+  select: Prisma.Sql,
+): Promise<{ release(write?: (tx: Transaction) => Promise<unknown>): Promise<void> }> {
+  let release!: (write?: (tx: Transaction) => Promise<unknown>) => void
+  const released = new Promise<((tx: Transaction) => Promise<unknown>) | undefined>((resolve) => (release = resolve))
   let locked!: () => void
   const isLocked = new Promise<void>((resolve) => (locked = resolve))
   const holding = prisma.$transaction(
     async (tx) => {
       await tx.$queryRaw(select)
       locked()
-      await released
+      await (await released)?.(tx)
     },
     { timeout: 20_000 },
   )
   await Promise.race([isLocked, holding])
   return {
-    async release() {
-      release()
+    async release(write) {
+      release(write)
       await holding
     },
   }
