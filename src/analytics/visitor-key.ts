@@ -10,7 +10,8 @@
  * again every FALLBACK_RETRY_MS, and takes the shared key once Redis answers: the fallback lasts as long as the
  * outage, not the rest of the day. A process that has the shared key checks every SHARED_RECHECK_MS that Redis
  * still holds it, and puts it back if Redis lost it (restarted empty, evicted it): otherwise an instance started
- * afterwards would make a new key, and the instances would count the same visitor under two keys all day.
+ * afterwards would make a new key, and the instances would count the same visitor under two keys all day. (One
+ * that asks in the seconds before the key is put back still makes its own, and keeps it for the day.)
  */
 import type { Redis } from 'ioredis'
 import { createHmac, randomBytes } from 'node:crypto'
@@ -49,7 +50,11 @@ export class VisitorKeys {
     const now = this.options.now?.() ?? Date.now()
     const known = this.keys.get(day)
     if (known && now - known.askedAt < (known.shared ? SHARED_RECHECK_MS : FALLBACK_RETRY_MS)) return known.key
-    const shared = await this.shared(day, known?.key)
+    const fromRedis = await this.shared(day, known?.key)
+    // A process that hashed with a shared key keeps it even if Redis now holds another (made by an instance that
+    // asked after Redis lost the key and before this one put it back): switching would count every visitor this
+    // process saw today a second time. A process on its own key (Redis was away) takes Redis's.
+    const shared = known?.shared ? known.key : fromRedis
     // While Redis is away the process keeps one key of its own for the day: its visitors still count once on it.
     const entry = { key: shared ?? known?.key ?? randomBytes(32), shared: shared !== null, askedAt: now }
     this.keys.set(day, entry)
