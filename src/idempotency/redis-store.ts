@@ -136,7 +136,13 @@ export class RedisIdempotencyStore implements IdempotencyStore {
   /** Releases a claim nobody holds, sent again every second while Redis cannot take it, for as long as its lease. */
   private releaseEventually(claim: Claim): void {
     this.release(claim).catch((error: unknown) =>
-      writeAgainLater(() => this.release(claim), error, { everyMs: RELEASE_RETRY_MS, forMs: this.leaseMs, giveUp: () => {} }),
+      writeAgainLater(() => this.release(claim), error, {
+        everyMs: RELEASE_RETRY_MS,
+        forMs: this.leaseMs,
+        giveUp: () => {},
+        // A claim Redis makes on waking from a long freeze is released once it answers again, however late.
+        ready: () => this.redis.status === 'ready',
+      }),
     )
   }
 

@@ -241,6 +241,8 @@ export default fp(
       writeAgainLater(() => store.refund(taken), error, {
         everyMs: REFUND_RETRY_MS,
         forMs: REFUND_RETRY_FOR_MS,
+        // A reservation Redis runs on waking from a long freeze is refunded once it answers again, however late.
+        ready: app.redis ? () => app.redis!.status === 'ready' : undefined,
         giveUp: (failure) => app.log.warn({ err: failure }, 'rate limits: a slot of a request that did not succeed could not be given back'),
       })
     }

@@ -19,6 +19,9 @@ export class RedisUnavailableError extends Error {
   }
 }
 
+/** The longest a write sent again waits for Redis to be ready before its own window starts to run out. */
+export const WAIT_FOR_REDIS_MS = 15 * 60_000
+
 /**
  * A write that must reach Redis after all (a quota refund, an idempotent answer to keep), `error` being why its
  * first try failed: sent again every `everyMs` until it succeeds, or `giveUp` once `forMs` would have passed since
@@ -28,12 +31,23 @@ export class RedisUnavailableError extends Error {
 export function writeAgainLater(
   write: () => Promise<unknown>,
   error: unknown,
-  options: { everyMs: number; forMs: number; giveUp: (error: unknown) => void },
+  options: {
+    everyMs: number
+    forMs: number
+    giveUp: (error: unknown) => void
+    /**
+     * The client's readiness: while it is not ready (Redis frozen or away) the `forMs` window does not run out, up
+     * to WAIT_FOR_REDIS_MS in all. For a write that must follow what Redis will still run on waking.
+     */
+    ready?: () => boolean
+  },
   started = Date.now(),
+  first = started,
 ): void {
   const again = (failure: unknown) => {
+    if (options.ready && !options.ready() && Date.now() - first < WAIT_FOR_REDIS_MS) started = Date.now()
     if (Date.now() - started + options.everyMs >= options.forMs) return options.giveUp(failure)
-    setTimeout(() => write().catch((next: unknown) => writeAgainLater(write, next, options, started)), options.everyMs).unref()
+    setTimeout(() => write().catch((next: unknown) => writeAgainLater(write, next, options, started, first)), options.everyMs).unref()
   }
   if (error instanceof RedisUnavailableError && error.late) error.late.catch(again)
   else again(error)
