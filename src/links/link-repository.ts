@@ -120,6 +120,8 @@ function sqlValues(data: Record<string, unknown>, params: unknown[]): { name: st
 function newLinkColumns(link: { workspaceId: number; domain: string; slug: string; settings: LinkSettings }, now: Date): Record<string, unknown> {
   return {
     ...columns(link.settings),
+    // Every new row names the column, whatever its settings (a multi-row INSERT takes its columns from the first).
+    passwordHash: link.settings.password?.hash ?? null,
     url: link.settings.url,
     workspaceId: link.workspaceId,
     domain: link.domain,
@@ -268,7 +270,8 @@ async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<Lin
   params.push(new Date().toISOString())
   // Enabled without a new password, on the hash stored when the row is written: none (another request removed the
   // password meanwhile) leaves the link without protection, as that request asked, not "enabled" with no password.
-  const keepsHash = changes.password != null && changes.password.hash === undefined
+  // (Disabled is disabled, with or without a hash.)
+  const keepsHash = changes.password?.enable === true && changes.password.hash === undefined
   const assignments = [
     ...values.map((value) =>
       keepsHash && value.name === '"passwordEnable"'
@@ -293,20 +296,16 @@ async function updatePlainLink(sql: SqlQuery, uniq: number, changes: Partial<Lin
  * For an UPDATE … RETURNING of a link whose row it did not lock first ($1 its uniq): the subqueries of RETURNING
  * (the link's pixels) read the statement's snapshot, taken before it waited for a writer holding the row (a change
  * of the link's pixels), while the row it updates is the one that writer left. With the guard the row must be
- * the version the snapshot saw, or nothing is updated, and the statement is sent again with a new snapshot.
- * After a few tries (a link changed again and again, or gone) it goes without the guard.
+ * the version the snapshot saw, or nothing is updated, and the statement is sent again, without the guard, with a
+ * new snapshot (in which the writer it waited for has committed). No row at all (no such link, or one the other
+ * conditions refuse) costs that second statement too.
  */
 async function untilAsSeen(send: (guard: string) => Promise<LinkRow[]>): Promise<LinkRow | undefined> {
-  for (let attempt = 0; attempt < AS_SEEN_ATTEMPTS; attempt++) {
-    const [row] = await send(AS_SEEN_GUARD)
-    if (row) return row
-  }
-  const [row] = await send('')
-  return row
+  const [row] = await send(AS_SEEN_GUARD)
+  return row ?? (await send(''))[0]
 }
 
 const AS_SEEN_GUARD = ' AND l.xmin = (SELECT seen.xmin FROM "Link" AS seen WHERE seen."uniq" = $1)'
-const AS_SEEN_ATTEMPTS = 3
 
 /** Column values for the settings present in `settings` (pixels are stored separately). */
 function columns(settings: Partial<LinkSettings>): Prisma.LinkUncheckedUpdateInput {

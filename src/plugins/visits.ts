@@ -96,7 +96,7 @@ export default fp(
       redis: app.redis,
       keyPrefix: options.config.redisKeyPrefix + (options.keyPrefix ?? ''),
       onFallback: (error) => {
-        if (!warned) app.log.warn({ err: error }, 'visits: Redis did not give the day\'s visitor key; this instance uses its own')
+        if (!warned) app.log.warn({ err: error }, 'visits: Redis did not give the day\'s visitor key; this instance goes on with the key it has, or one of its own')
         warned = true
       },
     })

@@ -152,6 +152,23 @@ t.test(`each created link counts against the create quota; what does not fit is 
 })
 }
 
+t.test('links of one batch with and without passwords each keep their own (the first link decides no column)', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulkmix', defaultDomain: 'go.bulkmix.test' })
+  const response = await bulk(token, {
+    autofill: false,
+    links: [
+      { url: 'https://example.com/open', id: 'mix-disabled', passwordProtect: { enable: false } },
+      { url: 'https://example.com/secret', id: 'mix-secret', passwordProtect: { enable: true, password: 'top secret' } },
+      { url: 'https://example.com/plain', id: 'mix-plain' },
+    ],
+  })
+  t.same(json(response).results.map((r: { status: number }) => r.status), [201, 201, 201])
+  const stored = await prisma.link.findMany({ where: { slug: { startsWith: 'mix-' } }, orderBy: { uniq: 'asc' } })
+  t.same(stored.map((link) => [link.slug, link.passwordEnable]), [['mix-disabled', false], ['mix-secret', true], ['mix-plain', null]])
+  t.equal(stored[0].passwordHash, null)
+  t.match(stored[1].passwordHash, /^scrypt\$/, 'the protected link has its hash: visitors get the form')
+})
+
 t.test('a new password is hashed only for a link that is stored: refused creates and batches cost no scrypt', async (t) => {
   // scrypt is slow on purpose (tens of ms and 32 MiB on one of libuv's four threads, which visitors' password
   // checks share), and a refused request counts against no quota: it must not buy any.

@@ -260,6 +260,15 @@ t.test(
   },
 )
 
+t.test('password: {enable: false} on a link that never had one is stored as sent, and repeating it changes nothing', async (t) => {
+  const link = await newLink({ passwordProtect: null })
+  const first = await api.update(link.uniq, { passwordProtect: { enable: false } }, { autofill: false })
+  t.same(first.json().passwordProtect, { enable: false }, 'as a create with {enable: false} stores it')
+  const again = await api.update(link.uniq, { passwordProtect: { enable: false } }, { autofill: false })
+  t.same(again.json().passwordProtect, { enable: false })
+  t.equal(again.json().updatedDate, first.json().updatedDate, 'the repeat changes nothing')
+})
+
 t.test('password: enabling a link that never had one without giving one is 400', async (t) => {
   const link = await newLink({ passwordProtect: null })
   const response = await api.update(link.uniq, { passwordProtect: { enable: true } })
