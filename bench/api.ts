@@ -15,7 +15,8 @@
  *   delete         DELETE /v1/links/{uniq}                               bare DELETE by key
  *   healthz        GET /healthz                                          bare fixed answer
  *
- * Prints requests/s (2xx answers a second), p50/p99, errors (non-2xx, socket errors, timeouts) and statements per request of each, the
+ * Prints requests/s (2xx answers a second), p50/p99, errors (non-2xx, socket errors, timeouts), statements per request, the
+ * service's CPU time per request and PostgreSQL's (its processes on this machine, bench/support/postgres-cpu.ts), the
  * ratio of the service to its reference, and the service's RSS at rest and at its peak. The ratio within one run
  * is the figure that counts: the machine's other load weighs on both alike.
  *
@@ -30,6 +31,7 @@ import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { loadavg } from 'node:os'
 import { ask, compileBench, startServer, stop } from './support/child-server.js'
+import { postgresCpu, postgresCpuMicros } from './support/postgres-cpu.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
@@ -185,12 +187,17 @@ interface Run {
   requests: number
   statementsPerRequest: number
   cpuPerRequest: number
+  /** PostgreSQL's CPU time per request (all its processes on this machine), or null where it cannot be read. */
+  postgresCpuPerRequest: number | null
   maxRss: number
 }
+
+const nullOr = <T, R>(value: T | null, then: (value: T) => R): R | null => (value === null ? null : then(value))
 
 async function load(server: Server, next: () => Request, seconds: number): Promise<Run> {
   await ask(server, 'reset peak')
   const before = await ask<Stats>(server, 'stats')
+  const postgresBefore = postgresCpu()
   const result = await autocannon({
     url: `http://127.0.0.1:${server.port}`,
     connections: CONNECTIONS,
@@ -206,6 +213,7 @@ async function load(server: Server, next: () => Request, seconds: number): Promi
       },
     ],
   })
+  const postgresAfter = postgresCpu()
   const after = await ask<Stats>(server, 'stats')
   const requests = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx']
   return {
@@ -218,11 +226,13 @@ async function load(server: Server, next: () => Request, seconds: number): Promi
     requests,
     statementsPerRequest: (after.statements - before.statements) / Math.max(1, requests),
     cpuPerRequest: (after.cpuMicros - before.cpuMicros) / Math.max(1, requests),
+    postgresCpuPerRequest: nullOr(postgresCpuMicros(postgresBefore, postgresAfter), (micros) => micros / Math.max(1, requests)),
     maxRss: after.maxRss,
   }
 }
 
 const fmt = (n: number, digits = 0, width = 8) => n.toFixed(digits).padStart(width)
+const postgresColumn = (run: Run, width: number) => (run.postgresCpuPerRequest === null ? '—'.padStart(width) : fmt(run.postgresCpuPerRequest, 0, width))
 const mb = (bytes: number) => `${(bytes / 2 ** 20).toFixed(0)} MB`
 
 async function main() {
@@ -255,10 +265,10 @@ async function main() {
   console.log('')
   console.log(`load average after: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`)
   console.log(
-    '| scenario    | service req/s | p50 ms | p99 ms | errors | stmts/req | CPU µs/req | reference        | ref req/s | ref p50 | ref p99 | ref err | ratio |',
+    '| scenario    | service req/s | p50 ms | p99 ms | errors | stmts/req | CPU µs/req | PG µs/req | reference        | ref req/s | ref p50 | ref p99 | ref err | ref PG µs/req | ratio |',
   )
   console.log(
-    '|-------------|--------------:|-------:|-------:|-------:|----------:|-----------:|------------------|----------:|--------:|--------:|--------:|------:|',
+    '|-------------|--------------:|-------:|-------:|-------:|----------:|-----------:|----------:|------------------|----------:|--------:|--------:|--------:|--------------:|------:|',
   )
   for (const { scenario, service: s, bare: b } of rows) {
     const per = scenario.perRequest ?? 1
@@ -267,7 +277,8 @@ async function main() {
     const label = per > 1 ? `${scenario.name} (${per})` : scenario.name
     console.log(
       `| ${label.padEnd(11)} | ${fmt(s.rps, 0, 13)} | ${fmt(s.p50, 1, 6)} | ${fmt(s.p99, 1, 6)} | ${fmt(s.errors, 0, 6)} | ${fmt(s.statementsPerRequest, 2, 9)} | ` +
-        `${fmt(s.cpuPerRequest, 0, 10)} | ${`bare ${scenario.reference}`.padEnd(16)} | ${fmt(b.rps, 0, 9)} | ${fmt(b.p50, 1, 7)} | ${fmt(b.p99, 1, 7)} | ${fmt(b.errors, 0, 7)} | ${fmt(100 * ratio, 0, 4)}% |`,
+        `${fmt(s.cpuPerRequest, 0, 10)} | ${postgresColumn(s, 9)} | ${`bare ${scenario.reference}`.padEnd(16)} | ${fmt(b.rps, 0, 9)} | ${fmt(b.p50, 1, 7)} | ` +
+        `${fmt(b.p99, 1, 7)} | ${fmt(b.errors, 0, 7)} | ${postgresColumn(b, 13)} | ${fmt(100 * ratio, 0, 4)}% |`,
     )
   }
   const bulk = rows.find((row) => row.scenario.name === 'bulk')

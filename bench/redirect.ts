@@ -8,7 +8,8 @@
  * bench/support/steady-load.ts: autocannon's own rate sends bursts), the service's RSS and its database reads per visit.
  *
  * The two servers take turns (BENCH_ROUNDS runs each), and each run also measures the server's CPU time per
- * request, which other load on the machine does not change the way it changes throughput.
+ * request, which other load on the machine does not change the way it changes throughput, and PostgreSQL's (the
+ * visits' writes: on two cores, the database's share is taken from the service's).
  *
  * Options (environment): BENCH_DURATION (s per run, default 5), BENCH_ROUNDS (default 3), BENCH_CONNECTIONS (default 50),
  * BENCH_CACHE_ENTRIES (default 2000), BENCH_COLD and BENCH_UNKNOWN (the shares, default 0.09 and 0.01), BENCH_SERVICE_ARGS (extra node flags for the service, e.g. --cpu-prof).
@@ -24,6 +25,7 @@ import { randomBytes } from 'node:crypto'
 import { once } from 'node:events'
 import { get, type IncomingMessage } from 'node:http'
 import { ask, compileBench, startServer, stop } from './support/child-server.js'
+import { postgresCpu, postgresCpuMicros } from './support/postgres-cpu.js'
 import { steadyLoad } from './support/steady-load.js'
 
 const DURATION = Number(process.env.BENCH_DURATION ?? 5)
@@ -62,6 +64,8 @@ interface Run {
   answered: number
   /** The server's CPU time (user + system) per answer, µs: what a request costs, whatever else the machine runs. */
   cpuPerRequest: number
+  /** PostgreSQL's CPU time per answer, µs (bench/support/postgres-cpu.ts; NaN where it cannot be read). */
+  postgresCpuPerRequest: number
 }
 
 /** After a recorded run: the buffer written, then the run's visits summed into the aggregates. */
@@ -90,6 +94,7 @@ const HEADERS = { host: 'go.bench.test', 'user-agent': USER_AGENT }
 /** As fast as the server answers (autocannon), or at a steady `rate` a second. */
 async function load(server: Server, seconds: number, rate?: number, prefix = ''): Promise<Run> {
   const before = await ask<Stats>(server, 'stats')
+  const postgresBefore = postgresCpu()
   const url = `http://127.0.0.1:${server.port}`
   let result: { rps: number; p50: number; p99: number; byClass: Record<string, number>; errors: number }
   if (rate === undefined) {
@@ -109,11 +114,14 @@ async function load(server: Server, seconds: number, rate?: number, prefix = '')
     for (const [status, n] of Object.entries(run.statuses)) byClass[`${String(status)[0]}xx`] += n
     result = { ...run, byClass }
   }
+  const postgresMicros = postgresCpuMicros(postgresBefore, postgresCpu())
   const after = await ask<Stats>(server, 'stats')
   const { byClass } = result
   if (result.errors || byClass['5xx'] || byClass['2xx']) throw new Error(`errors ${result.errors}, 2xx ${byClass['2xx']}, 5xx ${byClass['5xx']}`)
   const answered = byClass['3xx'] + byClass['4xx']
-  return { rps: result.rps, p50: result.p50, p99: result.p99, answered, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered }
+  return { rps: result.rps, p50: result.p50, p99: result.p99, answered, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered,
+    postgresCpuPerRequest: postgresMicros === null ? NaN : postgresMicros / answered,
+  }
 }
 
 const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]
@@ -140,6 +148,7 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     p50: median(list.map((run) => run.p50)),
     p99: median(list.map((run) => run.p99)),
     cpuPerRequest: median(list.map((run) => run.cpuPerRequest)),
+    postgresCpuPerRequest: median(list.map((run) => run.postgresCpuPerRequest)),
     answered: list.reduce((sum, run) => sum + run.answered, 0),
   })
   return {
@@ -196,12 +205,12 @@ async function main() {
     'bare: a Fastify process answering a fixed 302; service: the redirects; fixed: the service process answering a fixed 302; ' +
       'unrecorded: the redirects with visit recording switched off',
   )
-  console.log('              full rate (median run)                    half of its peak rate (median run)')
-  console.log('              req/s    p50 ms    p99 ms  CPU µs/req       req/s    p50 ms    p99 ms')
+  console.log('              full rate (median run)                               half of its peak rate (median run)')
+  console.log('              req/s    p50 ms    p99 ms  CPU µs/req  PG µs/req       req/s    p50 ms    p99 ms')
   for (const name of ['bare', 'service', 'fixed', 'unrecorded'] as const) {
     const f = full[name]
     const h = half[name]
-    console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
+    console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}   ${fmt(f.postgresCpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
   }
   console.log('')
   const ratios = full.ratios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')

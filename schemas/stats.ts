@@ -62,7 +62,11 @@ export const WorkspaceStatsQuery = Type.Object({
 const Count = (description: string) => Type.Integer({ minimum: 0, description })
 const counts = {
   clicks: Count('Visits by people (bots excluded)'),
-  visitors: Count('Unique visitors: a visitor counts once per UTC day they came'),
+  visitors: Count(
+    'Unique visitors: a visitor counts once per UTC day they came, where their first visit of that day falls (its hour, ' +
+      'its country, referrer, device, OS, browser and destination): a bucket, an entry or a range that starts during a ' +
+      'day may count fewer visitors than clicks, even none',
+  ),
 }
 
 const TopEntry = Type.Object({
@@ -161,18 +165,23 @@ export const VisitsQuery = Type.Object({
   to: Type.Optional(DateTime('Only visits before this instant (exclusive)')),
 })
 
+/** What a visit's record may say (src/analytics/user-agent.ts, src/redirects/evaluate.ts): closed lists, enums for clients. */
+export const DEVICES = ['desktop', 'mobile', 'tablet', 'tv', 'bot', 'other'] as const
+export const REASONS = ['default', 'geolocation', 'rotator'] as const
+export const ANSWERS = ['redirect', 'masking', 'interstitial', 'crawler'] as const
+
 const Nullable = (description: string) => Type.Union([Type.String(), Type.Null()], { description })
 
 export const Visit = Type.Object({
   at: Type.String({ format: 'date-time', description: 'When (UTC, milliseconds)' }),
   country: Nullable('ISO 3166-1 alpha-2; null when unknown'),
   referrerHost: Nullable("The referrer's host; null for a direct visit"),
-  device: Type.String({ description: 'desktop, mobile, tablet, tv, bot or other (no User-Agent, or one nothing is known of)' }),
+  device: StringEnum(DEVICES, { description: 'other: no User-Agent, or one nothing is known of' }),
   os: Nullable('null when unknown'),
   browser: Nullable('null when unknown'),
   destination: Type.String({ description: "The url chosen (the link's, a geolocation rule's or a rotator entry's), without the visit's query string" }),
-  reason: Type.String({ description: 'How the destination was chosen: default, geolocation or rotator' }),
-  answer: Type.String({ description: 'What the visitor was answered: redirect, masking, interstitial or crawler' }),
+  reason: StringEnum(REASONS, { description: 'How the destination was chosen' }),
+  answer: StringEnum(ANSWERS, { description: 'What the visitor was answered' }),
   bot: Type.Boolean(),
 })
 

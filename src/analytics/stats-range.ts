@@ -107,8 +107,8 @@ export function parseRange(query: { from?: string; to?: string; timezone?: strin
   const from = floorHour(givenFrom ?? new Date(to.getTime() - DEFAULT_DAYS * DAY))
   if (givenFrom && givenTo && exactInstant(query.from!) >= exactInstant(query.to!)) throw fieldError('/from', 'must be before to')
   if (from.getTime() >= to.getTime()) throw fieldError('/from', 'must be before to')
-  // The limit holds for the range as asked; rounding to whole hours may add up to two.
-  if ((givenTo ?? to).getTime() - (givenFrom ?? from).getTime() > MAX_RANGE_DAYS * DAY) {
+  // The limit holds for the range as asked (without a `to`, until now); rounding to whole hours may add up to two.
+  if ((givenTo ?? now).getTime() - (givenFrom ?? from).getTime() > MAX_RANGE_DAYS * DAY) {
     throw fieldError(givenFrom ? '/from' : '/to', `must be at most ${MAX_RANGE_DAYS} days from the other end of the range`)
   }
   // A first bound before asking PostgreSQL for the exact buckets: far too many is refused without a query.

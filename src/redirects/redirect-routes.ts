@@ -174,8 +174,11 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     const { slug } = request.params
     const view = SLUG.test(slug) ? await redirects.lookup(host, slug) : null
     const now = redirects.now()
-    // Only a live protected link takes a password; otherwise the form's address answers as its GET would.
+    // Only a live protected link takes a password; otherwise the form's address answers as its GET would. So it does
+    // for a visitor whose cookie opens the link already: the browser sent an old form again (back, reload), and its
+    // password, right or wrong, is neither checked nor counted.
     if (view === null || isExpired(view, now) || view.passwordHash === null) return answerVisit(request, reply, view)
+    if (cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie)) return answerVisit(request, reply, view)
     const password = (request.body as Record<string, unknown> | undefined)?.password
     if (typeof password !== 'string' || password === '') {
       counters.password++

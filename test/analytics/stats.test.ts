@@ -176,6 +176,17 @@ t.test('default range: the 30 days up to now', async (t) => {
   t.equal(body.series.length, body.to.includes('T00:00:00') ? 30 : 31, 'the day buckets the range touches')
 })
 
+t.test('without a to, the 400 days run until now, not until the hour it is rounded up to', async (t) => {
+  const link: Link = await api.link({ url: 'https://example.com/longest', id: 'longest-default' })
+  const fiveMinutes = 300_000
+  const from = (offset: number) => new Date(Date.now() - 400 * 86_400_000 + offset).toISOString()
+  const within = await api.get(`/v1/links/${link.uniq}/stats?${query({ from: from(fiveMinutes), interval: 'month' })}`)
+  t.equal(within.statusCode, 200, 'five minutes short of 400 days')
+  const beyond = await api.get(`/v1/links/${link.uniq}/stats?${query({ from: from(-fiveMinutes), interval: 'month' })}`)
+  t.equal(beyond.statusCode, 400, 'five minutes beyond')
+  t.match(beyond.json(), { errors: [{ path: '/from', message: /at most 400 days/ }] })
+})
+
 t.test('Europe/Paris across the end of summer time: a day of 25 hours, offsets on every start', async (t) => {
   const daily = await api.get(`/v1/links/${l2.uniq}/stats?${query({ from: '2026-10-24T00:00:00+02:00', to: '2026-10-27T00:00:00+01:00', timezone: 'Europe/Paris' })}`)
   t.equal(daily.statusCode, 200)

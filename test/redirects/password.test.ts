@@ -106,6 +106,22 @@ t.test('a new password voids the cookies given before', async (t) => {
   t.equal((await postPassword(app, '/changed', 'new secret')).statusCode, 302)
 })
 
+t.test('with a cookie that opens the link, a form posted again (back, reload) answers as the visit would: no password checked or counted', async (t) => {
+  await protectedLink('posted-again')
+  const address = nextAddress()
+  const cookie = cookieOf((await postPassword(app, '/posted-again', 'open sesame', { remoteAddress: address })).headers['set-cookie'])
+  for (let i = 0; i < 11; i++) {
+    const again = await postPassword(app, '/posted-again?from=history', 'a typo', { cookie, remoteAddress: address })
+    t.equal(again.statusCode, 302, `post ${i + 1}`)
+    t.equal(again.headers.location, 'https://example.com/posted-again?from=history')
+    t.equal(again.headers['set-cookie'], undefined)
+  }
+  // None of those was a try: from the same address, without the cookie, a wrong password is 401, not 429.
+  const wrong = await postPassword(app, '/posted-again', 'a typo', { remoteAddress: address })
+  t.equal(wrong.statusCode, 401)
+  t.match(wrong.body, /not right/)
+})
+
 t.test('a cookie opens its own link only, and only as signed', async (t) => {
   const a = await protectedLink('first-link')
   const b = await protectedLink('second-link')

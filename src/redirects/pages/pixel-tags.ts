@@ -57,10 +57,18 @@ export const PIXEL_TAGS: Record<string, PixelTag> = {
   ga: {
     name: 'Google Analytics',
     ...GTAG,
+    // Google's CSP guide for GA4, with its Google Signals hosts (a property may turn them on at any time, and the
+    // tag then beacons to them).
     csp: {
       'script-src': ['https://*.googletagmanager.com'],
-      'img-src': ['https://*.google-analytics.com', 'https://*.googletagmanager.com'],
-      'connect-src': ['https://*.google-analytics.com', 'https://*.analytics.google.com', 'https://*.googletagmanager.com'],
+      'img-src': ['https://*.google-analytics.com', 'https://*.googletagmanager.com', 'https://*.g.doubleclick.net', 'https://*.google.com'],
+      'connect-src': [
+        'https://*.google-analytics.com',
+        'https://*.analytics.google.com',
+        'https://*.googletagmanager.com',
+        'https://*.g.doubleclick.net',
+        'https://*.google.com',
+      ],
     },
   },
   gtm: {
@@ -70,10 +78,11 @@ export const PIXEL_TAGS: Record<string, PixelTag> = {
     w.dataLayer = w.dataLayer || [];
     w.dataLayer.push({ 'gtm.start': new Date().getTime(), event: 'gtm.js' });
   }`,
+    // Google's CSP guide for the container; the tags a container loads are its own platforms' (add their pixels).
     csp: {
       'script-src': ['https://www.googletagmanager.com'],
       'img-src': ['https://www.googletagmanager.com'],
-      'connect-src': ['https://www.googletagmanager.com'],
+      'connect-src': ['https://www.googletagmanager.com', 'https://www.google.com'],
     },
   },
   adwords: {

@@ -38,8 +38,8 @@ function allowedBy(url: string, sources: string[]): boolean {
 /** Per platform: the script the pixel id loads (or the fixed library), and one CSP host of each kind. */
 const EXPECTED: Record<string, { script: string; init: RegExp; scriptHost: string; imgHost: string; connectHost: string }> = {
   facebook: { script: 'https://connect.facebook.net/en_US/fbevents.js', init: /fbq\('init', id\)/, scriptHost: 'https://connect.facebook.net', imgHost: 'https://www.facebook.com', connectHost: 'https://www.facebook.com' },
-  ga: { script: 'https://www.googletagmanager.com/gtag/js?id=PIXEL-1', init: /gtag\('config', id\)/, scriptHost: 'https://*.googletagmanager.com', imgHost: 'https://*.google-analytics.com', connectHost: 'https://*.analytics.google.com' },
-  gtm: { script: 'https://www.googletagmanager.com/gtm.js?id=PIXEL-1', init: /'gtm\.start'/, scriptHost: 'https://www.googletagmanager.com', imgHost: 'https://www.googletagmanager.com', connectHost: 'https://www.googletagmanager.com' },
+  ga: { script: 'https://www.googletagmanager.com/gtag/js?id=PIXEL-1', init: /gtag\('config', id\)/, scriptHost: 'https://*.googletagmanager.com', imgHost: 'https://*.google-analytics.com', connectHost: 'https://*.g.doubleclick.net' },
+  gtm: { script: 'https://www.googletagmanager.com/gtm.js?id=PIXEL-1', init: /'gtm\.start'/, scriptHost: 'https://www.googletagmanager.com', imgHost: 'https://www.googletagmanager.com', connectHost: 'https://www.google.com' },
   adwords: { script: 'https://www.googletagmanager.com/gtag/js?id=PIXEL-1', init: /gtag\('config', id\)/, scriptHost: 'https://www.googleadservices.com', imgHost: 'https://googleads.g.doubleclick.net', connectHost: 'https://www.google.com' },
   linkedin: { script: 'https://snap.licdn.com/li.lms-analytics/insight.min.js', init: /_linkedin_data_partner_ids\.push\(id\)/, scriptHost: 'https://snap.licdn.com', imgHost: 'https://px.ads.linkedin.com', connectHost: 'https://px.ads.linkedin.com' },
   twitter: { script: 'https://static.ads-twitter.com/uwt.js', init: /twq\('config', id\)/, scriptHost: 'https://static.ads-twitter.com', imgHost: 'https://t.co', connectHost: 'https://analytics.twitter.com' },
