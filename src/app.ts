@@ -7,6 +7,7 @@ import healthRoutes from './health/health-routes.js'
 import folderRoutes from './folders/folder-routes.js'
 import linkReadRoutes from './links/link-read-routes.js'
 import linkRoutes from './links/link-routes.js'
+import type { BulkSlotOptions } from './links/bulk-slots.js'
 import pixelRoutes from './pixels/pixel-routes.js'
 import qrRoutes from './qr/qr-routes.js'
 import scriptRoutes from './scripts/script-routes.js'
@@ -56,6 +57,8 @@ export interface AppOptions {
   visits?: Omit<VisitPluginOptions, 'recorder'>
   /** Faster sampling of the overload checks (tests); see src/plugins/overload.ts. */
   overload?: OverloadOptions
+  /** How many bulk creates are worked on at once and may wait (tests); see src/links/bulk-slots.ts. */
+  bulk?: BulkSlotOptions
 }
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
@@ -165,7 +168,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     onChange: app.redirects.linksChanged,
     onUncertain: app.redirects.linksUncertain,
   }
-  await app.register(linkRoutes, { links })
+  await app.register(linkRoutes, { links, bulk: options.bulk })
   await app.register(linkReadRoutes, { links })
   await app.register(qrRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })

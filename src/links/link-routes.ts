@@ -17,6 +17,7 @@ import { createLink, updateLinkFields, type LinkServiceContext } from './link-se
 import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
 import { bulkItemKey, createLinks, type BulkIdempotency } from './link-bulk.js'
+import { bulkSlotHook, type BulkSlotOptions } from './bulk-slots.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 import { findIdempotentCreates } from './link-repository.js'
 import { OutcomeUnknownError } from '../db/errors.js'
@@ -26,7 +27,7 @@ import { REPLAYED_HEADER } from '../idempotency/replay.js'
 /** The most links of a bulk create, so the most `key<TAB>index` rows its Idempotency-Key can have. */
 const BULK_MAX_LINKS = BulkCreateBody.properties.links.maxItems ?? 100
 
-export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext }) {
+export default async function linkRoutes(app: FastifyInstance, options: { links: LinkServiceContext; bulk?: BulkSlotOptions }) {
   const api = app.withTypeProvider<TypeBoxTypeProvider>()
   const security = [{ apiToken: [] }]
   const onRequest = [app.authenticate, requireJsonBody]
@@ -36,6 +37,8 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   const idempotent = (operation: string) => app.idempotency.routeHooks(operation)
   const createHooks = idempotent('createLink')
   const bulkHooks = idempotent('createLinks')
+  // After the token is checked (a caller refused takes no place), before the body is read.
+  const takeBulkSlot = bulkSlotHook(options.bulk)
   const updateDoc = {
     tags: ['links'],
     security,
@@ -115,7 +118,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   api.post(
     '/v1/links/bulk',
     {
-      onRequest,
+      onRequest: [...onRequest, takeBulkSlot],
       config: { bodyItems: 'links' },
       preValidation: bulkHooks.preValidation,
       onSend: [createQuota.onSend, bulkHooks.onSend].filter((hook) => hook !== undefined),
@@ -131,7 +134,8 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
           'what is left creates the links that fit and answers `rate_limited` (429) for the rest. The request ' +
           'itself fails only when it cannot be read (400 for a body that is not 1 to 100 links, 401, 413, 415), is refused ' +
           '(429 after too many bad tokens) or ' +
-          `the service cannot serve it (500, 503). ${IDEMPOTENCY_KEY_NOTE}`,
+          'the service cannot serve it (500, 503; 503 with Retry-After too when the instance is already working on as many ' +
+          `bulk creates as it takes and others wait). ${IDEMPOTENCY_KEY_NOTE}`,
         tags: ['links'],
         security,
         headers: IdempotencyKeyHeaders,
