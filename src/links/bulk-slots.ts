@@ -1,12 +1,15 @@
 /**
- * How many bulk creates one instance works on at once. A bulk create of 100 links holds its parsed body, the
- * checked links, a statement of some 3,000 parameters and then 100 records until it is answered: with fifty at
- * once the process grew past 400 MB (`npm run bench`), while the database, which writes one batch at a time per
- * connection anyway, was no faster for it. So at most `atOnce` are worked on; the others wait **before their body
- * is read** (it stays in the connection's socket buffer, not in the process), in order, up to `waiting` of them
- * for at most `maxWaitMs` each. A request beyond that is answered at once 503 `unavailable` with Retry-After, as
- * an overloaded instance answers (src/plugins/overload.ts). A waiting request whose client goes away leaves the
- * line.
+ * How many bulk creates one instance works on at once. A bulk create of 100 links holds the checked links, a
+ * statement of some 3,000 parameters and then 100 records until it is answered: with fifty at once the process
+ * grew past 220 MB (`npm run bench`), and the database, which writes one batch at a time per connection anyway,
+ * was slower for it. So at most `atOnce` are worked on; the others wait, in order, up to `waiting` of them for
+ * at most `maxWaitMs` each; a request beyond is answered at once 503 `unavailable` with Retry-After, as an
+ * overloaded instance answers (src/plugins/overload.ts).
+ *
+ * The place is the handler's: taken once the body has arrived and been checked (its 64 KiB at most are what a
+ * waiter holds; a client that sends its body slowly, or never, holds no place) and given back when the work
+ * ends, however it ends, even when the client has gone meanwhile: the work still runs until then. A waiter whose
+ * client goes away leaves the line.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Slots } from '../concurrency/slots.js'
@@ -30,20 +33,41 @@ export const bulkBusy = () =>
     retryShortly,
   )
 
-/** An onRequest hook that takes a place for the request, given back once its response is done or its connection closes. */
-export function bulkSlotHook(options: BulkSlotOptions = {}) {
+/**
+ * Aborts once the request's response or its connection closes, whichever first (a response queued behind another
+ * on a pipelined connection never emits 'close' of its own); `stop` removes the listeners.
+ */
+function closeSignal(request: FastifyRequest, reply: FastifyReply): { signal: AbortSignal; stop: () => void } {
+  const closed = new AbortController()
+  const emitters = [reply.raw, request.raw.socket]
+  const stop = () => {
+    for (const emitter of emitters) emitter.off('close', onClose)
+  }
+  const onClose = () => {
+    stop()
+    closed.abort()
+  }
+  if (reply.raw.destroyed || request.raw.socket.destroyed) closed.abort()
+  else for (const emitter of emitters) emitter.once('close', onClose)
+  return { signal: closed.signal, stop }
+}
+
+export function bulkSlots(options: BulkSlotOptions = {}) {
   const slots = new Slots(options.atOnce ?? 4, options.waiting ?? 200)
   const maxWaitMs = options.maxWaitMs ?? 10_000
-  const hook = async function takeBulkSlot(_request: FastifyRequest, reply: FastifyReply): Promise<void> {
-    const response = reply.raw
-    const gone = new AbortController()
-    const leave = () => gone.abort()
-    response.once('close', leave)
-    const admitted = await slots.take({ signal: gone.signal, maxWaitMs })
-    response.off('close', leave)
-    if (admitted && gone.signal.aborted) slots.giveBack() // the connection closed as the place came: nobody to work for
-    if (!admitted || gone.signal.aborted) throw bulkBusy()
-    response.once('close', () => slots.giveBack())
+  return {
+    slots,
+    /** `work`'s answer, worked on in a place; 503 when none was given in time. */
+    async run<T>(request: FastifyRequest, reply: FastifyReply, work: () => Promise<T>): Promise<T> {
+      const closed = closeSignal(request, reply)
+      const admitted = await slots.take({ signal: closed.signal, maxWaitMs })
+      closed.stop()
+      if (!admitted) throw bulkBusy()
+      try {
+        return await work()
+      } finally {
+        slots.giveBack()
+      }
+    },
   }
-  return Object.assign(hook, { slots })
 }

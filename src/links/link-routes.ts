@@ -17,7 +17,7 @@ import { createLink, updateLinkFields, type LinkServiceContext } from './link-se
 import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
 import { bulkItemKey, createLinks, type BulkIdempotency } from './link-bulk.js'
-import { bulkSlotHook, type BulkSlotOptions } from './bulk-slots.js'
+import { bulkSlots, type BulkSlotOptions } from './bulk-slots.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 import { findIdempotentCreates } from './link-repository.js'
 import { OutcomeUnknownError } from '../db/errors.js'
@@ -37,8 +37,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   const idempotent = (operation: string) => app.idempotency.routeHooks(operation)
   const createHooks = idempotent('createLink')
   const bulkHooks = idempotent('createLinks')
-  // After the token is checked (a caller refused takes no place), before the body is read.
-  const takeBulkSlot = bulkSlotHook(options.bulk)
+  const bulkPlaces = bulkSlots(options.bulk)
   const updateDoc = {
     tags: ['links'],
     security,
@@ -118,7 +117,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   api.post(
     '/v1/links/bulk',
     {
-      onRequest: [...onRequest, takeBulkSlot],
+      onRequest,
       config: { bodyItems: 'links' },
       preValidation: bulkHooks.preValidation,
       onSend: [createQuota.onSend, bulkHooks.onSend].filter((hook) => hook !== undefined),
@@ -146,7 +145,8 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         })),
       },
     },
-    async (request) => {
+    // In one of the instance's places for bulk creates (bulk-slots.ts), waited for once the body is checked.
+    (request, reply) => bulkPlaces.run(request, reply, async () => {
       const claim = request.idempotencyClaim
       let idempotency: BulkIdempotency | undefined
       if (claim) {
@@ -173,7 +173,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       return {
         results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, result.link.clicks ?? 0) } : result)),
       }
-    },
+    }),
   )
 
   api.put(

@@ -75,7 +75,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     request: FastifyRequest,
     reply: FastifyReply,
     view: RedirectView | null,
-    extras: AnswerExtras & { unlocked?: boolean } = {},
+    extras: AnswerExtras & { unlocked?: boolean; unlockedByForm?: boolean } = {},
   ) {
     if (view === null) {
       counters.notFound++
@@ -89,11 +89,11 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       extras.unlocked ??
       (view.passwordHash === null || cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie))
     const answer = evaluate(view, { userAgent, country, query, unlocked }, redirects.now(), redirects.random)
-    if (extras.setCookie && (answer.kind === 'masking' || answer.kind === 'interstitial')) {
-      // The right password of a link that shows a page: 302 to the link's own address, whose GET (with the cookie)
-      // shows it and records the visit. A reload then does not post the form again, and the masked page's address
-      // is the short one.
-      reply.header('set-cookie', extras.setCookie)
+    if (extras.unlockedByForm && (answer.kind === 'masking' || answer.kind === 'interstitial')) {
+      // A form posted to a link that shows a page, the right password (or a cookie that opens it already): 302 to
+      // the link's own address, whose GET (with the cookie) shows it and records the visit. A reload then does not
+      // post the form again, and the masked page's address is the short one.
+      if (extras.setCookie) reply.header('set-cookie', extras.setCookie)
       sendRedirect(reply, ownAddress(request.url))
       return reply
     }
@@ -178,7 +178,9 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     // for a visitor whose cookie opens the link already: the browser sent an old form again (back, reload), and its
     // password, right or wrong, is neither checked nor counted.
     if (view === null || isExpired(view, now) || view.passwordHash === null) return answerVisit(request, reply, view)
-    if (cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie)) return answerVisit(request, reply, view)
+    if (cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie)) {
+      return answerVisit(request, reply, view, { unlocked: true, unlockedByForm: true })
+    }
     const password = (request.body as Record<string, unknown> | undefined)?.password
     if (typeof password !== 'string' || password === '') {
       counters.password++
@@ -216,7 +218,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     }
     throttle.giveBack(view.uniq, request.ip, decision.ticket)
     const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, isHttps(request))
-    return answerVisit(request, reply, view, { unlocked: true, setCookie })
+    return answerVisit(request, reply, view, { unlocked: true, unlockedByForm: true, setCookie })
   }
   // The form posts to the address it was shown at, `/<slug>/` included.
   for (const url of ['/:slug', '/:slug/']) app.post<SlugRoute>(url, passwordRoute, submitPassword)

@@ -1,140 +1,192 @@
 /**
- * Bulk creates worked on at once (src/links/bulk-slots.ts): the others wait before their body is read, in order,
- * up to a bound and for a bounded time; beyond, 503 with Retry-After at once. Over real HTTP: a request whose body
- * has not arrived yet holds its place, which is how a slow bulk create is made here.
+ * Bulk creates worked on at once (src/links/bulk-slots.ts): the others wait once their body is in, in order, up
+ * to a bound and for a bounded time; beyond, 503 with Retry-After at once. A place is held for as long as the work
+ * runs, however the request ends. A bulk create is kept at work here by autofill fetching a page that answers
+ * only when the test says so; the waiting ones go over real HTTP, so that their clients can go away.
  */
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { startPageServer } from '../autofill/page-server.js'
 import { parseResponse } from '../support/raw-http.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
+import { waitFor } from './idempotency-support.js'
 
-const { app, prisma } = await buildTestApp(t, { bulk: { atOnce: 1, waiting: 1, maxWaitMs: 1500 } })
+const { app, prisma } = await buildTestApp(t, { env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '20000' }, bulk: { atOnce: 1, waiting: 1, maxWaitMs: 1500 } })
 await app.listen({ port: 0, host: '127.0.0.1' })
 const { port } = app.server.address() as AddressInfo
 const token = await createWorkspaceToken(prisma, { workspace: 'slots', defaultDomain: 'go.slots.test' })
-
-// The token is cached after its first use: a bulk create then reaches its place in a moment.
-await app.inject({ method: 'GET', url: '/v1/links?limit=1', headers: { 'api-authorization': token } })
+const pages = await startPageServer(t)
 
 let made = 0
-const bodyOf = () => JSON.stringify({ autofill: false, links: [{ url: `https://example.com/${++made}` }] })
+const plainBody = () => JSON.stringify({ autofill: false, links: [{ url: `https://example.com/${++made}` }] })
 
-interface Pending {
+/** A bulk create at work until `release()`: autofill waits for its page. Resolves once it holds its place. */
+async function holdPlace() {
+  const path = `/held-${++made}`
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  pages.route(path, async (_request, response) => {
+    await released
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    response.end('<!doctype html><title>Held</title>')
+  })
+  t.teardown(() => release())
+  const answer = app.inject({
+    method: 'POST',
+    url: '/v1/links/bulk',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    payload: JSON.stringify({ autofill: true, links: [{ url: pages.url(path) }] }),
+  })
+  t.ok(await waitFor(() => pages.requests(path).length > 0, 5000), 'the held bulk create is at work')
+  return { answer, release }
+}
+
+interface Raw {
   socket: Socket
-  /** Sends the body; the answer follows. */
+  /** Sends the rest of the body. */
   finish: () => void
-  /** The whole answer, once the server has sent it (the connection is closed after it). */
+  /** The answer, once the server has sent it (the connection closes after it). */
   answer: Promise<ReturnType<typeof parseResponse>>
-  /** Whether any answer has arrived yet. */
   answered: () => boolean
 }
 
-/** A bulk create whose head is sent now and its body when `finish` is called. */
-function startBulk(headers: Record<string, string> = { 'api-authorization': token }): Pending {
-  const body = bodyOf()
+/** A bulk create over a connection of its own: its head and the first `sent` bytes of its body now. */
+function rawBulk(options: { token?: string; sent?: number } = {}): Raw {
+  const body = plainBody()
+  const sent = options.sent ?? body.length
   const socket = connect(port, '127.0.0.1')
   let text = ''
   socket.setEncoding('latin1')
   socket.on('data', (chunk) => (text += chunk))
-  const answer = new Promise<ReturnType<typeof parseResponse>>((resolve) => {
-    socket.on('close', () => resolve(parseResponse(text)))
-    socket.on('error', () => undefined)
-  })
-  const head = Object.entries({ ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), connection: 'close' })
-    .map(([name, value]) => `${name}: ${value}\r\n`)
-    .join('')
-  socket.write(`POST /v1/links/bulk HTTP/1.1\r\nhost: 127.0.0.1\r\n${head}\r\n`)
-  return { socket, finish: () => socket.write(body), answer, answered: () => text.length > 0 }
+  socket.on('error', () => undefined)
+  const answer = new Promise<ReturnType<typeof parseResponse>>((resolve) => socket.on('close', () => resolve(parseResponse(text))))
+  socket.write(
+    `POST /v1/links/bulk HTTP/1.1\r\nhost: 127.0.0.1\r\napi-authorization: ${options.token ?? token}\r\n` +
+      `content-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body.slice(0, sent)}`,
+  )
+  return { socket, finish: () => socket.write(body.slice(sent)), answer, answered: () => text.length > 0 }
 }
 
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const stored = () => prisma.link.count({ where: { workspace: { name: 'slots' } } })
 
-t.test('one worked on, one waiting with its body unread, the next answered 503 with Retry-After at once; then both go through', async (t) => {
+t.test('one at work, one waiting, the next answered 503 with Retry-After at once; then both go through', async (t) => {
+  const held = await holdPlace()
   const before = await stored()
-  const first = startBulk()
+  const waiting = rawBulk()
   await pause(250)
-  const second = startBulk()
-  second.finish() // its body is sent, but not read while it waits
-  await pause(250)
-  const third = await startBulk().answer
-  t.equal(third.status, 503)
-  t.equal(third.headers['retry-after'], '2')
-  t.match(third.headers['content-type'], /^application\/problem\+json/)
-  t.match(JSON.parse(third.body), { status: 503, code: 'unavailable', detail: /bulk creates/ })
-  t.notOk(second.answered(), 'the second still waits')
-  first.finish()
-  const [a, b] = await Promise.all([first.answer, second.answer])
-  t.equal(a.status, 200)
-  t.equal(b.status, 200)
-  t.match(JSON.parse(b.body), { results: [{ status: 201 }] })
-  t.equal(await stored(), before + 2, 'the refused one stored nothing')
+  const refused = await rawBulk().answer
+  t.equal(refused.status, 503)
+  t.equal(refused.headers['retry-after'], '2')
+  t.match(refused.headers['content-type'], /^application\/problem\+json/)
+  t.match(JSON.parse(refused.body), { status: 503, code: 'unavailable', detail: /bulk creates/ })
+  t.notOk(waiting.answered(), 'the second still waits')
+  t.equal(await stored(), before, 'nothing stored by the waiting or the refused one')
+  held.release()
+  t.equal((await held.answer).statusCode, 200)
+  const second = await waiting.answer
+  t.equal(second.status, 200)
+  t.match(JSON.parse(second.body), { results: [{ status: 201 }] })
+  t.equal(await stored(), before + 2, 'the held and the waiting one stored, the refused one not')
 })
 
-t.test('a caller the token check refuses takes no place and waits for none', async (t) => {
-  const first = startBulk()
+t.test('a client that sends its body slowly holds no place', async (t) => {
+  const slow = rawBulk({ sent: 10 })
   await pause(250)
-  const refused = startBulk({ 'api-authorization': 'not-a-token' })
-  refused.finish()
-  t.equal((await refused.answer).status, 401)
-  first.finish()
-  t.equal((await first.answer).status, 200)
+  const other = await rawBulk().answer
+  t.equal(other.status, 200, 'another goes straight through meanwhile')
+  slow.finish()
+  t.equal((await slow.answer).status, 200)
 })
 
-t.test('a waiting request whose client goes away leaves the line, and its place is not lost', async (t) => {
-  const first = startBulk()
-  await pause(250)
-  const leaving = startBulk()
+t.test('a waiting request whose client goes away leaves the line, and the line has room again', async (t) => {
+  const held = await holdPlace()
+  const leaving = rawBulk()
   await pause(250)
   leaving.socket.destroy()
   await pause(250)
-  // The line has room again: this one waits instead of being refused.
-  const next = startBulk()
-  next.finish()
+  const next = rawBulk()
   await pause(250)
-  t.notOk(next.answered(), 'it waits')
-  first.finish()
-  t.equal((await first.answer).status, 200)
+  t.notOk(next.answered(), 'the next one waits: it was not refused')
+  held.release()
+  t.equal((await held.answer).statusCode, 200)
   t.equal((await next.answer).status, 200)
-  // Every place is back: one at a time goes straight through.
-  const after = startBulk()
-  after.finish()
-  t.equal((await after.answer).status, 200)
 })
 
 t.test('a request waits at most maxWaitMs: then 503 with Retry-After', async (t) => {
-  const first = startBulk()
-  await pause(250)
+  const held = await holdPlace()
   const started = Date.now()
-  const waiting = startBulk()
-  waiting.finish()
-  const answer = await waiting.answer
+  const answer = await rawBulk().answer
   const waited = Date.now() - started
   t.equal(answer.status, 503)
   t.equal(answer.headers['retry-after'], '2')
   t.ok(waited >= 1400, `it waited ${waited} ms`)
-  first.finish()
-  t.equal((await first.answer).status, 200)
+  held.release()
+  t.equal((await held.answer).statusCode, 200)
 })
 
-t.test('a worked-on request whose client goes away gives its place back', async (t) => {
-  const first = startBulk()
+t.test('the place is held until the work ends, even when the client has gone; then given back', async (t) => {
+  const path = `/held-gone-${++made}`
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  pages.route(path, async (_request, response) => {
+    await released
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    response.end('<!doctype html><title>Held</title>')
+  })
+  t.teardown(() => release())
+  const body = JSON.stringify({ autofill: true, links: [{ url: pages.url(path) }] })
+  const gone = connect(port, '127.0.0.1')
+  gone.on('error', () => undefined)
+  gone.write(
+    `POST /v1/links/bulk HTTP/1.1\r\nhost: 127.0.0.1\r\napi-authorization: ${token}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  )
+  t.ok(await waitFor(() => pages.requests(path).length > 0, 5000))
+  gone.destroy()
   await pause(250)
-  first.socket.destroy()
+  const waiting = rawBulk()
   await pause(250)
-  const next = startBulk()
-  next.finish()
-  t.equal((await next.answer).status, 200)
+  t.notOk(waiting.answered(), 'the work of the client that left still holds the place')
+  release()
+  t.equal((await waiting.answer).status, 200, 'given back once that work ended')
+  const after = await rawBulk().answer
+  t.equal(after.status, 200, 'and nothing is left held')
 })
 
-t.test('through app.inject too, places are given back once answered', async (t) => {
+t.test('clients that close at once, or with bulk creates pipelined behind another, leave no place taken', async (t) => {
+  for (let i = 0; i < 5; i++) rawBulk().socket.destroy()
+  const bodies = [plainBody(), plainBody(), plainBody()]
+  const pipelined = connect(port, '127.0.0.1')
+  pipelined.on('error', () => undefined)
+  pipelined.write(bodies.map((body) =>
+    `POST /v1/links/bulk HTTP/1.1\r\nhost: 127.0.0.1\r\napi-authorization: ${token}\r\ncontent-type: application/json\r\n` +
+      `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`).join(''))
+  await pause(30)
+  pipelined.destroy()
+  await pause(500)
+  for (let i = 0; i < 2; i++) t.equal((await rawBulk().answer).status, 200, 'the place is free: no wait, no 503')
+})
+
+t.test('answers before the work (401, 400) take no place; app.inject gives every place back too', async (t) => {
+  const held = await holdPlace()
+  t.equal((await rawBulk({ token: 'not-a-token' }).answer).status, 401)
+  const badEnvelope = await app.inject({
+    method: 'POST',
+    url: '/v1/links/bulk',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    payload: '{"links": []}',
+  })
+  t.equal(badEnvelope.statusCode, 400)
+  held.release()
+  await held.answer
   for (let i = 0; i < 3; i++) {
     const response = await app.inject({
       method: 'POST',
       url: '/v1/links/bulk',
       headers: { 'api-authorization': token, 'content-type': 'application/json' },
-      payload: bodyOf(),
+      payload: plainBody(),
     })
     t.equal(response.statusCode, 200)
   }

@@ -171,6 +171,13 @@ t.test('after the right password, a link that shows a page sends the visitor bac
     t.match(page.body, expected)
     await new Promise((resolve) => setImmediate(resolve))
     t.equal(recorded.length, recordedBefore + 1, `${id}: and records the visit, once`)
+    // The form posted again with the cookie (back, reload), whatever its password: the same redirect, no new cookie.
+    const again = await postPassword(app, `/${id}?ref=mail`, 'a typo', { cookie: cookieOf(setCookie) })
+    t.equal(again.statusCode, 302, `${id}: posted again with the cookie, a redirect too`)
+    t.equal(again.headers.location, `/${id}?ref=mail`)
+    t.equal(again.headers['set-cookie'], undefined)
+    await new Promise((resolve) => setImmediate(resolve))
+    t.equal(recorded.length, recordedBefore + 1, `${id}: no visit recorded for that POST either`)
   }
 })
 
