@@ -167,6 +167,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     autofill: app.autofill,
     onChange: app.redirects.linksChanged,
     onUncertain: app.redirects.linksUncertain,
+    closing: () => app.closingSince !== null,
   }
   await app.register(linkRoutes, { links, bulk: options.bulk })
   await app.register(linkReadRoutes, { links })

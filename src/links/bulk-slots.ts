@@ -1,15 +1,16 @@
 /**
- * How many bulk creates one instance works on at once. A bulk create of 100 links holds the checked links, a
- * statement of some 3,000 parameters and then 100 records until it is answered: with fifty at once the process
- * grew past 220 MB (`npm run bench`), and the database, which writes one batch at a time per connection anyway,
- * was slower for it. So at most `atOnce` are worked on; the others wait, in order, up to `waiting` of them for
- * at most `maxWaitMs` each; a request beyond is answered at once 503 `unavailable` with Retry-After, as an
- * overloaded instance answers (src/plugins/overload.ts).
+ * How many bulk creates one instance stores at once. Storing a batch of 100 links builds a statement of some
+ * 3,000 parameters and then 100 records: with fifty at once the process grew past 220 MB (`npm run bench`), and
+ * the database, which writes one batch at a time per connection anyway, was slower for it. So at most `atOnce`
+ * are stored at once; the others wait, in order, up to `waiting` of them for at most `maxWaitMs` each; a batch
+ * beyond is answered at once 503 `unavailable` with Retry-After, as an overloaded instance answers
+ * (src/plugins/overload.ts).
  *
- * The place is the handler's: taken once the body has arrived and been checked (its 64 KiB at most are what a
- * waiter holds; a client that sends its body slowly, or never, holds no place) and given back when the work
- * ends, however it ends, even when the client has gone meanwhile: the work still runs until then. A waiter whose
- * client goes away leaves the line.
+ * The place covers the storing only (createLinks' `inPlace`): it is taken once the links are checked, the quota
+ * taken and their pages fetched, so a client still sending its body, a batch waiting for slow pages or one with
+ * nothing to store holds none, and one workspace's slow pages do not keep the others' batches waiting. It is given
+ * back when the storing ends, however it ends, even when the client has gone meanwhile (the statements still run
+ * until then). A waiter whose client goes away leaves the line.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Slots } from '../concurrency/slots.js'
@@ -57,7 +58,7 @@ export function bulkSlots(options: BulkSlotOptions = {}) {
   const maxWaitMs = options.maxWaitMs ?? 10_000
   return {
     slots,
-    /** `work`'s answer, worked on in a place; 503 when none was given in time. */
+    /** `work`'s answer, run in a place; 503 when none was given in time. */
     async run<T>(request: FastifyRequest, reply: FastifyReply, work: () => Promise<T>): Promise<T> {
       const closed = closeSignal(request, reply)
       const admitted = await slots.take({ signal: closed.signal, maxWaitMs })

@@ -90,12 +90,19 @@ export interface BulkIdempotency {
 /** The key row of link `index` of a keyed batch. An Idempotency-Key (an sf-string) holds no tab: never a single create's. */
 export const bulkItemKey = (key: string, index: number) => `${key}\t${index}`
 
+/**
+ * Runs the storing of the batch (its statements): in one of the instance's places for bulk creates
+ * (src/links/bulk-slots.ts), so that only so many batches take memory and the database at once.
+ */
+export type InPlace = <T>(work: () => Promise<T>) => Promise<T>
+
 export async function createLinks(
   context: LinkServiceContext,
   caller: Caller,
   request: BulkCreateRequest,
   reserve: (count: number) => Promise<BulkReservation>,
   idempotency?: BulkIdempotency,
+  inPlace: InPlace = (work) => work(),
 ): Promise<BulkItemResult[]> {
   const results: BulkItemResult[] = new Array(request.links.length)
   const fail = (index: number, error: unknown) => {
@@ -155,48 +162,53 @@ export async function createLinks(
   try {
     // Two at a time: libuv's other threads stay free for the visitors' password checks (hashNewPassword).
     await inGroupsOf(PASSWORD_HASH_CONCURRENCY, admitted, (item) => hashNewPassword(item.settings, item.link))
-    // Outside any transaction, a few at a time: each fetch may take the whole AUTOFILL_TIMEOUT_MS.
+    // Outside any transaction, a few at a time: each fetch may take the whole AUTOFILL_TIMEOUT_MS. Once the instance
+    // is closing no more pages are fetched (the rest are stored as sent, autofill skipped): a batch of slow pages
+    // would otherwise outlast the close's wait for requests under way, and be cut off unanswered.
     if (request.autofill !== false) {
       await inGroupsOf(AUTOFILL_CONCURRENCY, admitted, async (item) => {
+        if (context.closing?.()) return
         const autofill = await context.autofill.fill(item.settings.url, item.settings)
         Object.assign(item.settings, autofill.filled)
         item.autofill = autofill.status
       })
     }
-    const store = async (item: Prepared) => {
+    await inPlace(async () => {
+      const store = async (item: Prepared) => {
+        try {
+          results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings, keyOf(item)) }
+          created++
+        } catch (error) {
+          fail(item.index, error)
+        }
+      }
+      const plain = admitted.filter((item) => isPlainLink(item.settings))
+      let stored: (StoredLink | null)[] | undefined
       try {
-        results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings, keyOf(item)) }
-        created++
+        stored = await insertPlainLinks(
+          context.database,
+          plain.map((item) => ({
+            workspaceId: caller.workspaceId, domain: item.domain, slug: item.link.id ?? generateSlug(), settings: item.settings, idempotency: keyOf(item),
+          })),
+        )
       } catch (error) {
-        fail(item.index, error)
+        // A folder deleted meanwhile fails the whole statement: one by one, only its links get the 400.
+        if (!folderGone(error)) throw error
       }
-    }
-    const plain = admitted.filter((item) => isPlainLink(item.settings))
-    let stored: (StoredLink | null)[] | undefined
-    try {
-      stored = await insertPlainLinks(
-        context.database,
-        plain.map((item) => ({
-          workspaceId: caller.workspaceId, domain: item.domain, slug: item.link.id ?? generateSlug(), settings: item.settings, idempotency: keyOf(item),
-        })),
-      )
-    } catch (error) {
-      // A folder deleted meanwhile fails the whole statement: one by one, only its links get the 400.
-      if (!folderGone(error)) throw error
-    }
-    for (const [position, item] of plain.entries()) {
-      const link = stored?.[position]
-      if (link) {
-        results[item.index] = { status: 201, link }
-        created++
-      } else if (stored && item.link.id !== undefined) {
-        fail(item.index, slugTaken(item.domain, item.link.id))
-      } else {
-        // A generated slug that was taken (or the batch that failed): stored the way a single create stores it.
-        await store(item)
+      for (const [position, item] of plain.entries()) {
+        const link = stored?.[position]
+        if (link) {
+          results[item.index] = { status: 201, link }
+          created++
+        } else if (stored && item.link.id !== undefined) {
+          fail(item.index, slugTaken(item.domain, item.link.id))
+        } else {
+          // A generated slug that was taken (or the batch that failed): stored the way a single create stores it.
+          await store(item)
+        }
       }
-    }
-    for (const item of admitted.filter((item) => !isPlainLink(item.settings))) await store(item)
+      for (const item of admitted.filter((item) => !isPlainLink(item.settings))) await store(item)
+    })
   } catch (error) {
     // The batch fails whole (a 503), but links stored before it failed stay: a retry must not take it for undone.
     throw created > 0 && isDatabaseUnavailable(error) && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error

@@ -16,7 +16,7 @@ import { IDEMPOTENCY_KEY_NOTE, IdempotencyKeyHeaders, withIdempotencyAnswers } f
 import { createLink, updateLinkFields, type LinkServiceContext } from './link-service.js'
 import { BulkCreateBody, BulkCreateResult } from '../../schemas/link-bulk.js'
 import { compileBodyValidator } from '../plugins/validation.js'
-import { bulkItemKey, createLinks, type BulkIdempotency } from './link-bulk.js'
+import { bulkItemKey, createLinks, type BulkIdempotency, type InPlace } from './link-bulk.js'
 import { bulkSlots, type BulkSlotOptions } from './bulk-slots.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 import { findIdempotentCreates } from './link-repository.js'
@@ -145,8 +145,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         })),
       },
     },
-    // In one of the instance's places for bulk creates (bulk-slots.ts), waited for once the body is checked.
-    (request, reply) => bulkPlaces.run(request, reply, async () => {
+    async (request, reply) => {
       const claim = request.idempotencyClaim
       let idempotency: BulkIdempotency | undefined
       if (claim) {
@@ -165,15 +164,18 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         if (earlier.size > 0) request.log.info({ links: earlier.size }, 'idempotency key: the links an earlier attempt stored are answered')
         idempotency = { key: claim.scope.key, fingerprint: claim.fingerprint, at: new Date(app.idempotency.now()), earlier }
       }
+      // The links are stored in one of the instance's places for bulk creates (bulk-slots.ts): once they are checked
+      // and filled, the quota taken.
+      const inPlace: InPlace = (work) => bulkPlaces.run(request, reply, work)
       const results = await createLinks(
-        options.links, request.caller, request.body, (count) => app.quotas.reserveMany(request, 'create', count), idempotency,
+        options.links, request.caller, request.body, (count) => app.quotas.reserveMany(request, 'create', count), idempotency, inPlace,
       ).catch((error: unknown) => {
         throw error instanceof OutcomeUnknownError ? bulkOutcomeUnknown(idempotency !== undefined) : error
       })
       return {
         results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, result.link.clicks ?? 0) } : result)),
       }
-    }),
+    },
   )
 
   api.put(

@@ -25,6 +25,8 @@ export interface LinkServiceContext {
   onChange?: (links: { domain: string; slug: string }[]) => void
   /** Told of the links of a write that failed once it may have reached the database (see uncertainOnFailure). */
   onUncertain?: (links: LinkLocator[]) => void
+  /** Whether the instance is closing (SIGTERM): a bulk create then fetches no more pages (link-bulk.ts). */
+  closing?: () => boolean
 }
 
 /**

@@ -123,7 +123,6 @@ export default fp(
       }, busyLimitMs).unref()
       const quiet = (state: ConnectionState, now: number) =>
         state.requests === 0 && now - Math.max(state.quietSince, began) >= idleGraceMs
-      /** Reads and answers until every connection is quiet or gone, or `until`. */
       /** Reads and answers until every connection is quiet or gone (not before `atLeastUntil`), or `until`. */
       const drain = async (until: number, atLeastUntil = 0) => {
         while (connections.size > 0 || Date.now() < atLeastUntil) {

@@ -1,45 +1,47 @@
 /**
- * Bulk creates worked on at once (src/links/bulk-slots.ts): the others wait once their body is in, in order, up
- * to a bound and for a bounded time; beyond, 503 with Retry-After at once. A place is held for as long as the work
- * runs, however the request ends. A bulk create is kept at work here by autofill fetching a page that answers
- * only when the test says so; the waiting ones go over real HTTP, so that their clients can go away.
+ * Bulk creates stored at once (src/links/bulk-slots.ts): the others wait, in order, up to a bound and for a bounded
+ * time; beyond, 503 with Retry-After at once. A place is held for as long as the storing runs, however the request
+ * ends, and only then: a client still sending its body, or a batch whose pages autofill is fetching, holds none.
+ * A batch is kept storing here by a row lock on its folder, which its INSERT waits for (PostgreSQL only: the
+ * embedded database runs one statement at a time; test/concurrency/slots.test.ts covers the line everywhere).
+ * The waiting ones go over real HTTP, so that their clients can go away.
  */
 import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
+import { Prisma } from '../../src/generated/prisma/client.js'
 import { startPageServer } from '../autofill/page-server.js'
 import { parseResponse } from '../support/raw-http.js'
+import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 import { waitFor } from './idempotency-support.js'
+
+/** For the tests that hold a batch by a row lock. */
+const pgOnly = { skip: process.env.DATABASE_URL ? false : 'a batch held by a row lock: PostgreSQL only' }
 
 const { app, prisma } = await buildTestApp(t, { env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '20000' }, bulk: { atOnce: 1, waiting: 1, maxWaitMs: 1500 } })
 await app.listen({ port: 0, host: '127.0.0.1' })
 const { port } = app.server.address() as AddressInfo
 const token = await createWorkspaceToken(prisma, { workspace: 'slots', defaultDomain: 'go.slots.test' })
 const pages = await startPageServer(t)
+const headers = { 'api-authorization': token, 'content-type': 'application/json' }
 
 let made = 0
 const plainBody = () => JSON.stringify({ autofill: false, links: [{ url: `https://example.com/${++made}` }] })
 
-/** A bulk create at work until `release()`: autofill waits for its page. Resolves once it holds its place. */
+/** A bulk create storing until `release()`: its INSERT waits for its folder's row. Resolves once it holds its place. */
 async function holdPlace() {
-  const path = `/held-${++made}`
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  pages.route(path, async (_request, response) => {
-    await released
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    response.end('<!doctype html><title>Held</title>')
-  })
-  t.teardown(() => release())
+  const folder = await app.inject({ method: 'POST', url: '/v1/folders', headers, payload: JSON.stringify({ name: `held ${++made}` }) })
+  const { id } = folder.json() as { id: number }
+  const lock = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Folder" WHERE "id" = ${id} FOR UPDATE`)
   const answer = app.inject({
     method: 'POST',
     url: '/v1/links/bulk',
-    headers: { 'api-authorization': token, 'content-type': 'application/json' },
-    payload: JSON.stringify({ autofill: true, links: [{ url: pages.url(path) }] }),
+    headers,
+    payload: JSON.stringify({ autofill: false, links: [{ url: `https://example.com/held-${made}`, folderId: id }] }),
   })
-  t.ok(await waitFor(() => pages.requests(path).length > 0, 5000), 'the held bulk create is at work')
-  return { answer, release }
+  await waitForLockWaiters(prisma, 1)
+  return { answer, release: () => lock.release() }
 }
 
 interface Raw {
@@ -71,7 +73,7 @@ function rawBulk(options: { token?: string; sent?: number } = {}): Raw {
 const pause = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const stored = () => prisma.link.count({ where: { workspace: { name: 'slots' } } })
 
-t.test('one at work, one waiting, the next answered 503 with Retry-After at once; then both go through', async (t) => {
+t.test('one at work, one waiting, the next answered 503 with Retry-After at once; then both go through', pgOnly, async (t) => {
   const held = await holdPlace()
   const before = await stored()
   const waiting = rawBulk()
@@ -100,7 +102,7 @@ t.test('a client that sends its body slowly holds no place', async (t) => {
   t.equal((await slow.answer).status, 200)
 })
 
-t.test('a waiting request whose client goes away leaves the line, and the line has room again', async (t) => {
+t.test('a waiting request whose client goes away leaves the line, and the line has room again', pgOnly, async (t) => {
   const held = await holdPlace()
   const leaving = rawBulk()
   await pause(250)
@@ -114,7 +116,7 @@ t.test('a waiting request whose client goes away leaves the line, and the line h
   t.equal((await next.answer).status, 200)
 })
 
-t.test('a request waits at most maxWaitMs: then 503 with Retry-After', async (t) => {
+t.test('a request waits at most maxWaitMs: then 503 with Retry-After', pgOnly, async (t) => {
   const held = await holdPlace()
   const started = Date.now()
   const answer = await rawBulk().answer
@@ -126,33 +128,49 @@ t.test('a request waits at most maxWaitMs: then 503 with Retry-After', async (t)
   t.equal((await held.answer).statusCode, 200)
 })
 
-t.test('the place is held until the work ends, even when the client has gone; then given back', async (t) => {
-  const path = `/held-gone-${++made}`
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  pages.route(path, async (_request, response) => {
-    await released
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    response.end('<!doctype html><title>Held</title>')
-  })
-  t.teardown(() => release())
-  const body = JSON.stringify({ autofill: true, links: [{ url: pages.url(path) }] })
+t.test('the place is held until the storing ends, even when the client has gone; then given back', pgOnly, async (t) => {
+  const folder = await app.inject({ method: 'POST', url: '/v1/folders', headers, payload: JSON.stringify({ name: 'gone' }) })
+  const { id } = folder.json() as { id: number }
+  const lock = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Folder" WHERE "id" = ${id} FOR UPDATE`)
+  const body = JSON.stringify({ autofill: false, links: [{ url: 'https://example.com/gone', folderId: id }] })
   const gone = connect(port, '127.0.0.1')
   gone.on('error', () => undefined)
   gone.write(
     `POST /v1/links/bulk HTTP/1.1\r\nhost: 127.0.0.1\r\napi-authorization: ${token}\r\ncontent-type: application/json\r\n` +
       `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   )
-  t.ok(await waitFor(() => pages.requests(path).length > 0, 5000))
+  await waitForLockWaiters(prisma, 1)
   gone.destroy()
   await pause(250)
   const waiting = rawBulk()
   await pause(250)
-  t.notOk(waiting.answered(), 'the work of the client that left still holds the place')
+  t.notOk(waiting.answered(), 'the storing of the client that left still holds the place')
+  await lock.release()
+  t.equal((await waiting.answer).status, 200, 'given back once that storing ended')
+  t.equal((await rawBulk().answer).status, 200, 'and nothing is left held')
+  t.equal(await prisma.link.count({ where: { folderId: id } }), 1, 'the batch of the client that left was stored')
+})
+
+t.test('a batch whose pages autofill is fetching holds no place; nor do links that all fail their checks', pgOnly, async (t) => {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  pages.route('/slow', async (_request, response) => {
+    await released
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    response.end('<!doctype html><title>Slow</title>')
+  })
+  t.teardown(() => release())
+  const filling = app.inject({ method: 'POST', url: '/v1/links/bulk', headers, payload: JSON.stringify({ autofill: true, links: [{ url: pages.url('/slow') }] }) })
+  t.ok(await waitFor(() => pages.requests('/slow').length > 0, 5000), 'autofill is fetching the page')
+  t.equal((await rawBulk().answer).status, 200, 'another batch is stored meanwhile')
+  const held = await holdPlace()
+  const invalid = await app.inject({ method: 'POST', url: '/v1/links/bulk', headers, payload: JSON.stringify({ autofill: false, links: [{ url: 'nope' }] }) })
+  t.equal(invalid.statusCode, 200, 'a batch with nothing to store does not wait for the place')
+  t.match(invalid.json(), { results: [{ status: 400 }] })
+  await held.release()
+  t.equal((await held.answer).statusCode, 200)
   release()
-  t.equal((await waiting.answer).status, 200, 'given back once that work ended')
-  const after = await rawBulk().answer
-  t.equal(after.status, 200, 'and nothing is left held')
+  t.equal((await filling).statusCode, 200)
 })
 
 t.test('clients that close at once, or with bulk creates pipelined behind another, leave no place taken', async (t) => {
@@ -169,13 +187,13 @@ t.test('clients that close at once, or with bulk creates pipelined behind anothe
   for (let i = 0; i < 2; i++) t.equal((await rawBulk().answer).status, 200, 'the place is free: no wait, no 503')
 })
 
-t.test('answers before the work (401, 400) take no place; app.inject gives every place back too', async (t) => {
+t.test('answers before the work (401, 400) take no place; app.inject gives every place back too', pgOnly, async (t) => {
   const held = await holdPlace()
   t.equal((await rawBulk({ token: 'not-a-token' }).answer).status, 401)
   const badEnvelope = await app.inject({
     method: 'POST',
     url: '/v1/links/bulk',
-    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    headers,
     payload: '{"links": []}',
   })
   t.equal(badEnvelope.statusCode, 400)

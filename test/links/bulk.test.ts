@@ -1,9 +1,12 @@
 /** POST /v1/links/bulk: one result per link in order, per-link problems, the create quota per link. */
 import t from 'tap'
+import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { passwordHashes } from '../../src/links/password.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
+import { startPageServer } from '../autofill/page-server.js'
+import { waitFor } from './idempotency-support.js'
 
 const { app, prisma, database } = await buildTestApp(t)
 
@@ -196,4 +199,39 @@ t.test('a new password is hashed only for a link that is stored: refused creates
   t.equal(await hashed(async () => t.equal(json(await send([{ url: 'https://example.com/ok', ...secret }])).results[0].status, 201)), 1, 'a stored link: one hash')
   t.equal(await hashed(async () => t.same(json(await send([{ url: 'https://example.com/a', ...secret }])).results[0].status, 429)), 0, 'over the quota: a batch')
   t.equal(await hashed(async () => t.equal((await create({ url: 'https://example.com/b', ...secret })).statusCode, 429)), 0, 'over the quota: a create')
+})
+
+t.test('once the instance is closing, a batch fetches no more pages: the rest are stored as sent, and it is answered', async (t) => {
+  const pages = await startPageServer(t)
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  pages.route('/closing', async (_request, response) => {
+    await released
+    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
+    response.end('<!doctype html><title>Filled</title>')
+  })
+  t.teardown(() => release())
+  const { app: closing } = await buildTestApp(t, { database, env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '20000' } })
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulk-closing', defaultDomain: 'go.bulk-closing.test' })
+  // Sixteen pages, fetched eight at a time: the second eight would start once the first have answered.
+  const links = Array.from({ length: 16 }, (_, i) => ({ url: pages.url(`/closing?page=${i}`), id: `closing-${i}` }))
+  // Over HTTP: the close waits for the requests of open connections (app.inject has none).
+  await closing.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = closing.server.address() as AddressInfo
+  const answer = fetch(`http://127.0.0.1:${port}/v1/links/bulk`, {
+    method: 'POST',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    body: JSON.stringify({ autofill: true, links }),
+  })
+  t.ok(await waitFor(() => pages.requests('/closing').length === 8, 5000), 'the first eight pages are being fetched')
+  const closed = closing.close()
+  await waitFor(() => closing.closingSince !== null, 5000)
+  release()
+  const response = await answer
+  await closed
+  t.equal(response.status, 200)
+  const { results } = (await response.json()) as { results: { status: number; link: { title: string | null } }[] }
+  t.same(results.map((result) => result.status), Array(16).fill(201), 'every link stored')
+  t.equal(pages.requests('/closing').length, 8, 'no page fetched once closing began')
+  t.equal(results.filter((result) => result.link.title === 'Filled').length, 8, 'the pages fetched before filled their links')
 })
