@@ -6,7 +6,7 @@
  * One page, one fetch: results are cached per address (metadata-cache.ts), and concurrent links to a page
  * nobody has fetched yet wait for the same fetch (in this instance).
  */
-import { fetchPage, type PageFetchOptions } from './page-fetch.js'
+import { fetchPage, STOPPED, type PageFetchOptions } from './page-fetch.js'
 import { METADATA_FIELDS, extractMetadata, type MetadataField, type PageMetadata } from './metadata.js'
 import type { CachedPage, MetadataCache } from './metadata-cache.js'
 
@@ -89,6 +89,8 @@ export class Autofill {
       page = { metadata }
     } catch (error) {
       page = { failure: error instanceof Error ? error.message : String(error) }
+      // Ended because this instance is closing: the page itself may be fine, for the others.
+      if ((error as Error | null)?.cause === STOPPED) return page
     }
     // Not awaited: the answer does not wait for the cache (a Redis that hangs would cost it the deadline).
     this.options.cache.set(cacheKey(url), page).catch((error) => this.cacheFailed(error))

@@ -16,6 +16,8 @@ export interface PageFetchOptions {
   timeoutMs: number
   maxBytes: number
   userAgent: string
+  /** Ends every fetch under way, whatever is left of its timeout (the service is closing). */
+  stop?: AbortSignal
 }
 
 export interface FetchedPage {
@@ -29,10 +31,14 @@ export class PageFetchError extends Error {
   override name = 'PageFetchError'
 }
 
+/** The cause of a fetch ended by `stop`: not the page's failure, so not cached as one. */
+export const STOPPED = Symbol('stopped')
+
 const HTML_TYPES = new Set(['text/html', 'application/xhtml+xml'])
 
 export async function fetchPage(address: string, options: PageFetchOptions): Promise<FetchedPage> {
-  const signal = AbortSignal.timeout(options.timeoutMs)
+  const timeout = AbortSignal.timeout(options.timeoutMs)
+  const signal = options.stop ? AbortSignal.any([timeout, options.stop]) : timeout
   try {
     let url = new URL(address)
     for (let redirects = 0; ; redirects++) {
@@ -70,6 +76,7 @@ export async function fetchPage(address: string, options: PageFetchOptions): Pro
     }
   } catch (error) {
     if (error instanceof PageFetchError) throw error
+    if (options.stop?.aborted) throw new PageFetchError('the service is closing', { cause: STOPPED })
     if (signal.aborted) throw new PageFetchError(`no complete answer within ${options.timeoutMs} ms`)
     throw new PageFetchError(describeNetworkError(error))
   }

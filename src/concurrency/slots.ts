@@ -3,11 +3,13 @@
  * `maxRunning` holders, at most `maxWaiting` in line behind them, first come first served. A caller beyond the
  * line is told at once (`take` answers false) rather than queued without bound, so that it can answer 503 with
  * Retry-After instead of after a wait of seconds. A waiter leaves the line when its `signal` aborts (its client
- * went away) or after `maxWaitMs`.
+ * went away) or after `maxWaitMs`. Once the line is closed (`closeLine`) nobody waits: a place is given only when
+ * one is free.
  */
 export class Slots {
   private running = 0
   private readonly waiting: ((admitted: boolean) => void)[] = []
+  private lineClosed = false
 
   constructor(
     readonly maxRunning: number,
@@ -27,7 +29,7 @@ export class Slots {
       this.running++
       return Promise.resolve(true)
     }
-    if (this.waiting.length >= this.maxWaiting) return Promise.resolve(false)
+    if (this.lineClosed || this.waiting.length >= this.maxWaiting) return Promise.resolve(false)
     return new Promise<boolean>((resolve) => {
       let timer: NodeJS.Timeout | undefined
       const leave = () => {
@@ -45,6 +47,12 @@ export class Slots {
       signal?.addEventListener('abort', leave, { once: true })
       if (maxWaitMs !== undefined) timer = setTimeout(leave, maxWaitMs)
     })
+  }
+
+  /** Sends everyone in line away without a place (their `take` answers false), and lets nobody wait from now on. */
+  closeLine(): void {
+    this.lineClosed = true
+    for (const admit of this.waiting.splice(0)) admit(false)
   }
 
   /** Gives a place back: to the first caller in line, or free. */

@@ -11,10 +11,16 @@
  * nothing to store holds none, and one workspace's slow pages do not keep the others' batches waiting. It is given
  * back when the storing ends, however it ends, even when the client has gone meanwhile (the statements still run
  * until then). A waiter whose client goes away leaves the line.
+ *
+ * Once the instance is closing nobody waits: the waiters are answered at once 503 (shutting down, another instance
+ * takes the batch), and a batch that reaches its storing then is stored only if a place is free. A waiter admitted
+ * late in the close, as the busy limit ends the statements of those before it, would otherwise store its links
+ * after its connection was cut, unanswered.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Slots } from '../concurrency/slots.js'
 import { AppError, retryShortly, RETRY_AFTER_UNAVAILABLE_SECONDS } from '../errors/app-error.js'
+import { shuttingDown } from '../errors/http-errors.js'
 
 export interface BulkSlotOptions {
   /** Bulk creates worked on at once (default 4). */
@@ -56,14 +62,20 @@ function closeSignal(request: FastifyRequest, reply: FastifyReply): { signal: Ab
 export function bulkSlots(options: BulkSlotOptions = {}) {
   const slots = new Slots(options.atOnce ?? 4, options.waiting ?? 200)
   const maxWaitMs = options.maxWaitMs ?? 10_000
+  let closing = false
   return {
     slots,
+    /** The instance is closing (see above). */
+    close(): void {
+      closing = true
+      slots.closeLine()
+    },
     /** `work`'s answer, run in a place; 503 when none was given in time. */
     async run<T>(request: FastifyRequest, reply: FastifyReply, work: () => Promise<T>): Promise<T> {
       const closed = closeSignal(request, reply)
       const admitted = await slots.take({ signal: closed.signal, maxWaitMs })
       closed.stop()
-      if (!admitted) throw bulkBusy()
+      if (!admitted) throw closing ? shuttingDown() : bulkBusy()
       try {
         return await work()
       } finally {

@@ -173,7 +173,8 @@ export async function createLinks(
         item.autofill = autofill.status
       })
     }
-    await inPlace(async () => {
+    // Nothing to store (every link refused by the quota): no place to wait for.
+    if (admitted.length > 0) await inPlace(async () => {
       const store = async (item: Prepared) => {
         try {
           results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings, keyOf(item)) }

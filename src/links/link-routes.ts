@@ -38,6 +38,7 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
   const createHooks = idempotent('createLink')
   const bulkHooks = idempotent('createLinks')
   const bulkPlaces = bulkSlots(options.bulk)
+  app.onClosing(() => bulkPlaces.close())
   const updateDoc = {
     tags: ['links'],
     security,

@@ -10,6 +10,13 @@ import { Autofill } from '../autofill/autofill.js'
 import { createGuardedAgent, type LookupFunction } from '../autofill/guarded-agent.js'
 import { MemoryMetadataCache, RedisMetadataCache, type MetadataCache } from '../autofill/metadata-cache.js'
 
+/**
+ * Once the instance is closing, the most a page fetch under way may still take: the close waits 6 s for the
+ * requests under way (src/plugins/graceful-close.ts), which leaves a create whose fetch is cut the time to store its
+ * link (as sent) and answer, whatever AUTOFILL_TIMEOUT_MS says.
+ */
+const FETCH_WHILE_CLOSING_MS = 3000
+
 export const AUTOFILL_USER_AGENT = 'Mozilla/5.0 (compatible; shortlinks-autofill/0.1; +link preview of a short-link service)'
 
 export interface AutofillPluginOptions {
@@ -38,13 +45,23 @@ export default fp(
     if (allowPrivate) app.log.warn('AUTOFILL_ALLOW_PRIVATE=true: autofill may reach loopback and private addresses (tests only)')
 
     const dispatcher = createGuardedAgent({ allowAddress, lookup: settings.lookup, connectTimeoutMs: timeoutMs })
-    app.addHook('onClose', async () => dispatcher.destroy())
+    const stopFetching = new AbortController()
+    let stopTimer: NodeJS.Timeout | undefined
+    app.onClosing(() => {
+      stopTimer = setTimeout(() => stopFetching.abort(), FETCH_WHILE_CLOSING_MS).unref()
+    })
+    app.addHook('onClose', async () => {
+      clearTimeout(stopTimer)
+      stopFetching.abort()
+      await dispatcher.destroy()
+    })
 
     const cache =
       settings.cache ?? (app.redis ? new RedisMetadataCache(app.redis, { keyPrefix: options.config.redisKeyPrefix + (settings.keyPrefix ?? '') }) : new MemoryMetadataCache())
     let lastCacheWarning = -Infinity
     const autofill = new Autofill({
       dispatcher,
+      stop: stopFetching.signal,
       timeoutMs,
       maxBytes,
       userAgent: AUTOFILL_USER_AGENT,
@@ -58,5 +75,5 @@ export default fp(
     })
     app.decorate('autofill', autofill)
   },
-  { name: 'autofill', dependencies: ['redis'] },
+  { name: 'autofill', dependencies: ['redis', 'graceful-close'] },
 )

@@ -42,6 +42,11 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** When the close began (Date.now()), or null while the app is not closing. */
     closingSince: number | null
+    /**
+     * Calls `listener` as the close begins, before the drain: for what must stop at once (requests waiting for a
+     * place), where a preClose hook of its own would run only once the drain is over.
+     */
+    onClosing(listener: () => void): void
   }
 }
 
@@ -113,10 +118,15 @@ export default fp(
       done()
     })
     app.decorate('closingSince', null)
+    const closingListeners: (() => void)[] = []
+    app.decorate('onClosing', (listener: () => void) => {
+      closingListeners.push(listener)
+    })
     app.addHook('preClose', async () => {
       closing = true
       const began = Date.now()
       app.closingSince = began
+      for (const listener of closingListeners) listener()
       busyLimit = setTimeout(() => {
         options.interrupt?.()
         setTimeout(() => app.server.closeAllConnections(), INTERRUPTED_ANSWERS_MS).unref()

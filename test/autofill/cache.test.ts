@@ -5,6 +5,8 @@
  */
 import { Redis } from 'ioredis'
 import t from 'tap'
+import { Agent } from 'undici'
+import { Autofill } from '../../src/autofill/autofill.js'
 import { FAILURE_TTL_MS, MemoryMetadataCache, METADATA_TTL_MS, RedisMetadataCache } from '../../src/autofill/metadata-cache.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
@@ -98,4 +100,25 @@ t.test('the in-process cache: metadata for an hour, failures for a minute, the o
   for (const host of ['a', 'b', 'c']) await cache.set(`https://${host}.example/`, { metadata: { title: host } })
   t.equal(await cache.get('https://a.example/'), undefined, 'the oldest entry made room')
   t.same(await cache.get('https://c.example/'), { metadata: { title: 'c' } })
+})
+
+t.test('a fetch ended because the instance is closing is not remembered as the page failing', async (t) => {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  server.route('/stopped', async (_request, response) => {
+    await released
+    response.end()
+  })
+  t.teardown(() => release())
+  const cache = new MemoryMetadataCache()
+  const stop = new AbortController()
+  const dispatcher = new Agent()
+  t.teardown(() => dispatcher.destroy())
+  const autofill = new Autofill({ dispatcher, timeoutMs: 60_000, maxBytes: 65_536, userAgent: 'test', cache, stop: stop.signal })
+  const url = server.url('/stopped')
+  const filling = autofill.fill(url, { title: null, image: null, description: null, favicon: null })
+  await new Promise((resolve) => setTimeout(resolve, 200))
+  stop.abort()
+  t.match(await filling, { status: 'failed', reason: /closing/ })
+  t.equal(await cache.get(url), undefined, 'nothing cached: another instance may fetch it fine')
 })

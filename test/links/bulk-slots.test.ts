@@ -14,12 +14,13 @@ import { startPageServer } from '../autofill/page-server.js'
 import { parseResponse } from '../support/raw-http.js'
 import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
+import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { waitFor } from './idempotency-support.js'
 
 /** For the tests that hold a batch by a row lock. */
 const pgOnly = { skip: process.env.DATABASE_URL ? false : 'a batch held by a row lock: PostgreSQL only' }
 
-const { app, prisma } = await buildTestApp(t, { env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '20000' }, bulk: { atOnce: 1, waiting: 1, maxWaitMs: 1500 } })
+const { app, prisma, database } = await buildTestApp(t, { env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '20000' }, bulk: { atOnce: 1, waiting: 1, maxWaitMs: 1500 } })
 await app.listen({ port: 0, host: '127.0.0.1' })
 const { port } = app.server.address() as AddressInfo
 const token = await createWorkspaceToken(prisma, { workspace: 'slots', defaultDomain: 'go.slots.test' })
@@ -208,4 +209,45 @@ t.test('answers before the work (401, 400) take no place; app.inject gives every
     })
     t.equal(response.statusCode, 200)
   }
+})
+
+t.test('a batch over its quota has nothing to store: it is answered at once, not after the place', pgOnly, async (t) => {
+  const spent = await createWorkspaceToken(prisma, { workspace: 'slots-spent', defaultDomain: 'go.slots-spent.test' })
+  await setLimits(prisma, { workspace: 'slots-spent', hour: 1 })
+  const first = await app.inject({ method: 'POST', url: '/v1/links/bulk', headers: { ...headers, 'api-authorization': spent }, payload: plainBody() })
+  t.match(first.json(), { results: [{ status: 201 }] })
+  const held = await holdPlace()
+  const started = Date.now()
+  const over = await app.inject({ method: 'POST', url: '/v1/links/bulk', headers: { ...headers, 'api-authorization': spent }, payload: plainBody() })
+  t.equal(over.statusCode, 200)
+  t.match(over.json(), { results: [{ status: 429, problem: { code: 'rate_limited' } }] })
+  t.ok(Date.now() - started < 1000, 'at once')
+  await held.release()
+  t.equal((await held.answer).statusCode, 200)
+})
+
+t.test('once the instance is closing, the waiting batches are answered 503 at once and store nothing', pgOnly, async (t) => {
+  const { app: closing } = await buildTestApp(t, { database, bulk: { atOnce: 1, waiting: 5, maxWaitMs: 20_000 } })
+  await closing.listen({ port: 0, host: '127.0.0.1' })
+  const closingPort = (closing.server.address() as AddressInfo).port
+  const folder = await closing.inject({ method: 'POST', url: '/v1/folders', headers, payload: JSON.stringify({ name: 'closing' }) })
+  const { id } = folder.json() as { id: number }
+  const lock = await holdRowLock(prisma, Prisma.sql`SELECT 1 FROM "Folder" WHERE "id" = ${id} FOR UPDATE`)
+  const post = (links: unknown[]) =>
+    fetch(`http://127.0.0.1:${closingPort}/v1/links/bulk`, { method: 'POST', headers, body: JSON.stringify({ autofill: false, links }) })
+  const holding = post([{ url: 'https://example.com/closing-held', folderId: id }])
+  await waitForLockWaiters(prisma, 1)
+  const waiting = post([{ url: 'https://example.com/closing-waiting', id: 'closing-waiting' }])
+  await pause(250)
+  const closed = closing.close()
+  const started = Date.now()
+  const refused = await waiting
+  t.equal(refused.status, 503)
+  t.equal(refused.headers.get('retry-after'), '1')
+  t.match(await refused.json(), { code: 'unavailable', detail: /shutting down/ })
+  t.ok(Date.now() - started < 2000, 'answered as the close began')
+  await lock.release()
+  t.equal((await holding).status, 200, 'the batch being stored is finished')
+  await closed
+  t.equal(await prisma.link.count({ where: { slug: 'closing-waiting' } }), 0, 'nothing stored for the one sent away')
 })

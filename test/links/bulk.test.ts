@@ -235,3 +235,33 @@ t.test('once the instance is closing, a batch fetches no more pages: the rest ar
   t.equal(pages.requests('/closing').length, 8, 'no page fetched once closing began')
   t.equal(results.filter((result) => result.link.title === 'Filled').length, 8, 'the pages fetched before filled their links')
 })
+
+t.test('once the instance is closing, a page fetch under way gets 3 s more at most, whatever AUTOFILL_TIMEOUT_MS: the create is answered', async (t) => {
+  const pages = await startPageServer(t)
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  pages.route('/never', async (_request, response) => {
+    await released
+    response.end()
+  })
+  t.teardown(() => release())
+  const { app: closing } = await buildTestApp(t, { database, env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '60000' } })
+  const token = await createWorkspaceToken(prisma, { workspace: 'fetch-closing', defaultDomain: 'go.fetch-closing.test' })
+  await closing.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = closing.server.address() as AddressInfo
+  const answer = fetch(`http://127.0.0.1:${port}/v1/links/create`, {
+    method: 'POST',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    body: JSON.stringify({ link: { url: pages.url('/never'), id: 'fetch-closing' } }),
+  })
+  t.ok(await waitFor(() => pages.requests('/never').length === 1, 5000), 'the page is being fetched')
+  const began = Date.now()
+  const closed = closing.close()
+  const response = await answer
+  const waited = Date.now() - began
+  t.equal(response.status, 201)
+  t.equal(response.headers.get('x-autofill'), 'failed')
+  t.ok(waited >= 2900 && waited < 6000, `answered ${waited} ms into the close, before its 6 s busy limit`)
+  await closed
+  t.equal(await prisma.link.count({ where: { slug: 'fetch-closing' } }), 1)
+})
