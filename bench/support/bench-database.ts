@@ -85,6 +85,7 @@ export async function openBenchDatabase(prefix: string): Promise<BenchDatabase> 
     ping: async () => true,
     pools: () => [{ name: 'main', max: 10, total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }],
     interrupt: () => {},
+    interrupted: () => false,
     close: async () => {
       await prisma.$disconnect()
       await pool.end()

@@ -74,6 +74,8 @@ export interface Database {
    * embedded database.
    */
   interrupt(): void
+  /** Whether interrupt() was called: the requests' time is up, and a loop that retries gives up. */
+  interrupted(): boolean
   /** Closes the connections; a statement still going is ended (interrupt), not waited for. */
   close(): Promise<void>
 }
@@ -326,7 +328,11 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) })
   const lent = [lentClients(pool), lentClients(visitorPool)]
   // pg's end() destroys the socket of a client whose statement is under way (it would wait for ever otherwise).
-  const interrupt = () => lent.forEach((clients) => clients.forEach((client) => void client.end().catch(() => {})))
+  let interrupted = false
+  const interrupt = () => {
+    interrupted = true
+    lent.forEach((clients) => clients.forEach((client) => void client.end().catch(() => {})))
+  }
   return {
     prisma,
     kind: 'postgres',
@@ -337,6 +343,7 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
     ping: () => pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig).then(() => true, () => false),
     pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
     interrupt,
+    interrupted: () => interrupted,
     async close() {
       await prisma.$disconnect()
       // pool.end() waits until every connection is given back: one whose statement never answers never is.
@@ -418,6 +425,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
     },
     // In the process: no connection to end.
     interrupt: () => {},
+    interrupted: () => false,
     async close() {
       await prisma.$disconnect()
       await client.close()

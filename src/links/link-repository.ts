@@ -172,7 +172,9 @@ async function insertPlainLink(database: Database, link: NewLink): Promise<Store
  * the key, and the row then found is this request's when it has this request's workspace, url and creation
  * instant (to the millisecond): stored once either way. A row that is someone else's means the slug was taken
  * and this link was not stored (the unique violation is thrown as the first attempt would have). When the
- * database stays out of reach for SETTLE_LOST_INSERT_MS, the outcome stays unknown and the request says so.
+ * database stays out of reach for SETTLE_LOST_INSERT_MS, the outcome stays unknown and the request says so; so it
+ * does at once when the connection was ended by the close of the app (Database.interrupt): the close is about to
+ * cut the client's connection, and an INSERT sent again then could store the link after it, unanswered.
  */
 async function settleLostInsert(
   database: Database,
@@ -182,8 +184,9 @@ async function settleLostInsert(
   lost: OutcomeUnknownError,
 ): Promise<StoredLink> {
   const deadline = Date.now() + SETTLE_LOST_INSERT_MS
-  while (Date.now() < deadline) {
+  while (Date.now() < deadline && !database.interrupted()) {
     await new Promise((resolve) => setTimeout(resolve, SETTLE_RETRY_MS))
+    if (database.interrupted()) break
     try {
       return await insert()
     } catch (error) {

@@ -21,6 +21,7 @@ import { DESKTOP } from '../redirects/visit-support.js'
 import { ask, countStatuses, createLink, eventually, type Answer } from './fault-support.js'
 import { FakeClock } from '../rate-limits/quota-support.js'
 import { CLAIM_LEASE_MS } from '../../src/idempotency/idempotency-store.js'
+import { waitForLockWaiters } from '../support/row-lock.js'
 
 const CONCURRENCY = 6
 /** Creates answered before the outage begins. */
@@ -503,4 +504,38 @@ t.test("an app's close does not interrupt the database work of another app on th
   const slow = staying.database.sql<{ done: number }>('SELECT 1 AS "done" FROM pg_sleep(0.6)')
   await sleep(drain.busyLimitMs + 200)
   t.same(await slow, [{ done: 1 }], 'it completes')
+})
+
+t.test('a create whose INSERT is held at the close is answered 503 (outcome unknown) before its connection is cut, not sent again', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { database, url } = await openTestDatabase(t)
+  const drain = { idleGraceMs: 50, limitMs: 300, busyLimitMs: 800 }
+  const { app, prisma } = await buildTestApp(t, { database, drain })
+  const token = await createWorkspaceToken(prisma, { workspace: 'held-at-close', defaultDomain: 'go.held-at-close.test' })
+  const headers = { 'api-authorization': token, 'content-type': 'application/json' }
+  const folder = await app.inject({ method: 'POST', url: '/v1/folders', headers, payload: JSON.stringify({ name: 'held' }) })
+  const { id } = folder.json() as { id: number }
+  await app.listen({ port: 0, host: '127.0.0.1' })
+  const { port } = app.server.address() as { port: number }
+  // The INSERT waits for the folder's row, held by a connection of the test's own (the close ends the app's).
+  const holder = new pg.Client({ connectionString: url })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  await holder.query('BEGIN')
+  await holder.query('SELECT 1 FROM "Folder" WHERE "id" = $1 FOR UPDATE', [id])
+  const answer = fetch(`http://127.0.0.1:${port}/v1/links/create`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ autofill: false, link: { url: 'https://example.com/held', id: 'held-at-close', folderId: id } }),
+  })
+  await waitForLockWaiters(prisma, 1)
+  const closed = app.close()
+  const response = await answer
+  t.equal(response.status, 503)
+  t.match(await response.json(), { code: 'unavailable', detail: /could not learn whether/ })
+  await holder.query('COMMIT')
+  await closed
+  await sleep(200)
+  const waiting = await prisma.$queryRaw<{ n: number }[]>`
+    SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'INSERT INTO "Link"%'`
+  t.equal(waiting[0].n, 0, 'no INSERT sent again after the close')
 })
