@@ -17,7 +17,7 @@
  *
  * Prints requests/s (2xx answers a second), p50/p99, errors (non-2xx, socket errors, timeouts), statements per request, the
  * service's CPU time per request and PostgreSQL's (its processes on this machine, bench/support/postgres-cpu.ts), the
- * ratio of the service to its reference, and the service's RSS at rest and at its peak. The ratio within one run
+ * ratio of the service to its reference, and the service's RSS at rest and at its peak (in each scenario too). The ratio within one run
  * is the figure that counts: the machine's other load weighs on both alike.
  *
  * The service runs as `npm start` runs it (bench/support/production-node.ts: its environment and node flags).
@@ -265,10 +265,10 @@ async function main() {
   console.log('')
   console.log(`load average after: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`)
   console.log(
-    '| scenario    | service req/s | p50 ms | p99 ms | errors | stmts/req | CPU µs/req | PG µs/req | reference        | ref req/s | ref p50 | ref p99 | ref err | ref PG µs/req | ratio |',
+    '| scenario    | service req/s | p50 ms | p99 ms | errors | stmts/req | CPU µs/req | PG µs/req | reference        | ref req/s | ref p50 | ref p99 | ref err | ref PG µs/req | ratio | peak RSS |',
   )
   console.log(
-    '|-------------|--------------:|-------:|-------:|-------:|----------:|-----------:|----------:|------------------|----------:|--------:|--------:|--------:|--------------:|------:|',
+    '|-------------|--------------:|-------:|-------:|-------:|----------:|-----------:|----------:|------------------|----------:|--------:|--------:|--------:|--------------:|------:|---------:|',
   )
   for (const { scenario, service: s, bare: b } of rows) {
     const per = scenario.perRequest ?? 1
@@ -278,7 +278,7 @@ async function main() {
     console.log(
       `| ${label.padEnd(11)} | ${fmt(s.rps, 0, 13)} | ${fmt(s.p50, 1, 6)} | ${fmt(s.p99, 1, 6)} | ${fmt(s.errors, 0, 6)} | ${fmt(s.statementsPerRequest, 2, 9)} | ` +
         `${fmt(s.cpuPerRequest, 0, 10)} | ${postgresColumn(s, 9)} | ${`bare ${scenario.reference}`.padEnd(16)} | ${fmt(b.rps, 0, 9)} | ${fmt(b.p50, 1, 7)} | ` +
-        `${fmt(b.p99, 1, 7)} | ${fmt(b.errors, 0, 7)} | ${postgresColumn(b, 13)} | ${fmt(100 * ratio, 0, 4)}% |`,
+        `${fmt(b.p99, 1, 7)} | ${fmt(b.errors, 0, 7)} | ${postgresColumn(b, 13)} | ${fmt(100 * ratio, 0, 4)}% | ${mb(s.maxRss).padStart(8)} |`,
     )
   }
   const bulk = rows.find((row) => row.scenario.name === 'bulk')
