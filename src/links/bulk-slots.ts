@@ -64,7 +64,6 @@ export function bulkSlots(options: BulkSlotOptions = {}) {
   const maxWaitMs = options.maxWaitMs ?? 10_000
   let closing = false
   return {
-    slots,
     /** The instance is closing (see above). */
     close(): void {
       closing = true
