@@ -11,7 +11,7 @@ import { FAILURE_TTL_MS, MemoryMetadataCache, METADATA_TTL_MS, RedisMetadataCach
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { buildTestApp, client, createWorkspaceToken, json } from '../support/test-app.js'
-import { page, startPageServer, status } from './page-server.js'
+import { answerWhenReleased, page, startPageServer, status } from './page-server.js'
 
 const ALLOW_PRIVATE = { AUTOFILL_ALLOW_PRIVATE: 'true' }
 const PAGE = '<html><head><title>Cached page</title><meta name="description" content="From the cache">' +
@@ -103,13 +103,7 @@ t.test('the in-process cache: metadata for an hour, failures for a minute, the o
 })
 
 t.test('a fetch ended because the instance is closing is not remembered as the page failing', async (t) => {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  server.route('/stopped', async (_request, response) => {
-    await released
-    response.end()
-  })
-  t.teardown(() => release())
+  server.route('/stopped', answerWhenReleased(t, status(200)).handler)
   const cache = new MemoryMetadataCache()
   const stop = new AbortController()
   const dispatcher = new Agent()

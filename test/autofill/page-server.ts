@@ -63,6 +63,23 @@ export function status(code: number, body: string | Uint8Array = '', contentType
   return respond(code, { 'content-type': contentType }, body)
 }
 
+/**
+ * `handler`, held until the returned `release()` is called (at the test's end at the latest): a page that answers
+ * when the test says so.
+ */
+export function answerWhenReleased(t: { teardown(fn: () => unknown): void }, handler: Handler): { handler: Handler; release: () => void } {
+  let release!: () => void
+  const released = new Promise<void>((resolve) => (release = resolve))
+  t.teardown(() => release())
+  return {
+    handler: async (request, response) => {
+      await released
+      await handler(request, response)
+    },
+    release,
+  }
+}
+
 export function redirect(location: string, code = 302): Handler {
   return respond(code, { location }, '')
 }

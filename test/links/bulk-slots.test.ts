@@ -10,7 +10,7 @@ import { connect, type Socket } from 'node:net'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { Prisma } from '../../src/generated/prisma/client.js'
-import { startPageServer } from '../autofill/page-server.js'
+import { answerWhenReleased, page, startPageServer } from '../autofill/page-server.js'
 import { parseResponse } from '../support/raw-http.js'
 import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
@@ -153,14 +153,8 @@ t.test('the place is held until the storing ends, even when the client has gone;
 })
 
 t.test('a batch whose pages autofill is fetching holds no place; nor do links that all fail their checks', pgOnly, async (t) => {
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  pages.route('/slow', async (_request, response) => {
-    await released
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    response.end('<!doctype html><title>Slow</title>')
-  })
-  t.teardown(() => release())
+  const slow = answerWhenReleased(t, page('<!doctype html><title>Slow</title>'))
+  pages.route('/slow', slow.handler)
   const filling = app.inject({ method: 'POST', url: '/v1/links/bulk', headers, payload: JSON.stringify({ autofill: true, links: [{ url: pages.url('/slow') }] }) })
   t.ok(await waitFor(() => pages.requests('/slow').length > 0, 5000), 'autofill is fetching the page')
   t.equal((await rawBulk().answer).status, 200, 'another batch is stored meanwhile')
@@ -170,7 +164,7 @@ t.test('a batch whose pages autofill is fetching holds no place; nor do links th
   t.match(invalid.json(), { results: [{ status: 400 }] })
   await held.release()
   t.equal((await held.answer).statusCode, 200)
-  release()
+  slow.release()
   t.equal((await filling).statusCode, 200)
 })
 

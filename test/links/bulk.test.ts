@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto'
 import { passwordHashes } from '../../src/links/password.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
-import { startPageServer } from '../autofill/page-server.js'
+import { answerWhenReleased, page, startPageServer, status } from '../autofill/page-server.js'
 import { waitFor } from './idempotency-support.js'
 
 const { app, prisma, database } = await buildTestApp(t)
@@ -203,14 +203,8 @@ t.test('a new password is hashed only for a link that is stored: refused creates
 
 t.test('once the instance is closing, a batch fetches no more pages: the rest are stored as sent, and it is answered', async (t) => {
   const pages = await startPageServer(t)
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  pages.route('/closing', async (_request, response) => {
-    await released
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    response.end('<!doctype html><title>Filled</title>')
-  })
-  t.teardown(() => release())
+  const filled = answerWhenReleased(t, page('<!doctype html><title>Filled</title>'))
+  pages.route('/closing', filled.handler)
   const { app: closing } = await buildTestApp(t, { database, env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '20000' } })
   const token = await createWorkspaceToken(prisma, { workspace: 'bulk-closing', defaultDomain: 'go.bulk-closing.test' })
   // Sixteen pages, fetched eight at a time: the second eight would start once the first have answered.
@@ -226,7 +220,7 @@ t.test('once the instance is closing, a batch fetches no more pages: the rest ar
   t.ok(await waitFor(() => pages.requests('/closing').length === 8, 5000), 'the first eight pages are being fetched')
   const closed = closing.close()
   await waitFor(() => closing.closingSince !== null, 5000)
-  release()
+  filled.release()
   const response = await answer
   await closed
   t.equal(response.status, 200)
@@ -238,13 +232,7 @@ t.test('once the instance is closing, a batch fetches no more pages: the rest ar
 
 t.test('once the instance is closing, a page fetch under way gets 3 s more at most, whatever AUTOFILL_TIMEOUT_MS: the create is answered', async (t) => {
   const pages = await startPageServer(t)
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  pages.route('/never', async (_request, response) => {
-    await released
-    response.end()
-  })
-  t.teardown(() => release())
+  pages.route('/never', answerWhenReleased(t, status(200)).handler)
   const { app: closing } = await buildTestApp(t, { database, env: { AUTOFILL_ALLOW_PRIVATE: 'true', AUTOFILL_TIMEOUT_MS: '60000' } })
   const token = await createWorkspaceToken(prisma, { workspace: 'fetch-closing', defaultDomain: 'go.fetch-closing.test' })
   await closing.listen({ port: 0, host: '127.0.0.1' })

@@ -2,7 +2,7 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Database } from '../../src/db/database.js'
-import { startPageServer, type PageServer } from '../autofill/page-server.js'
+import { answerWhenReleased, page, startPageServer, type PageServer } from '../autofill/page-server.js'
 
 export const CREATE = '/v1/links/create'
 export const BULK = '/v1/links/bulk'
@@ -46,14 +46,8 @@ export async function waitFor(condition: () => boolean | Promise<boolean>, ms = 
  */
 export async function heldPage(t: { teardown(fn: () => unknown): void }) {
   const server: PageServer = await startPageServer(t)
-  let release!: () => void
-  const released = new Promise<void>((resolve) => (release = resolve))
-  server.route('/held', async (_request, response) => {
-    await released
-    response.writeHead(200, { 'content-type': 'text/html; charset=utf-8' })
-    response.end('<!doctype html><title>Held page</title><meta name="description" content="It waited">')
-  })
-  t.teardown(() => release())
+  const { handler, release } = answerWhenReleased(t, page('<!doctype html><title>Held page</title><meta name="description" content="It waited">'))
+  server.route('/held', handler)
   return {
     url: server.url('/held'),
     /** Resolves once autofill is waiting for the page (the request holds its key). */
