@@ -103,6 +103,36 @@ export async function openPage(
   return visit
 }
 
+/**
+ * Serves the page at `url` as the service answers it, but with its no-JavaScript refresh an hour away instead of
+ * a second, so that a screenshot of it is never taken mid-navigation (on a loaded machine such a screenshot waited
+ * its whole 30 s for a frame). Only that delay changes; the tests of the refresh itself use the page as served.
+ * `changed` tells, once the page is served, whether it had the refresh to change.
+ */
+export async function holdNoScriptRefresh(page: Page, url: string): Promise<{ changed: Promise<boolean> }> {
+  let served!: (changed: boolean) => void
+  const changed = new Promise<boolean>((resolve) => (served = resolve))
+  const address = new URL(url)
+  await page.route(url, async (route) => {
+    try {
+      // Fetched from here, where only the browser knows the short domain's name: by address, with its Host.
+      const response = await route.fetch({
+        url: url.replace(address.hostname, '127.0.0.1'),
+        headers: { ...route.request().headers(), host: address.host },
+      })
+      const body = await response.text()
+      const held = body.replace(/(<meta http-equiv="refresh" content=")1;/, '$13600;')
+      served(held !== body)
+      await route.fulfill({ response, body: held })
+    } catch (error) {
+      served(false)
+      await route.continue()
+      throw error
+    }
+  })
+  return { changed }
+}
+
 export async function screenshot(page: Page, name: string): Promise<string> {
   mkdirSync(SCREENSHOTS, { recursive: true })
   const path = join(SCREENSHOTS, `${name}.png`)
