@@ -29,6 +29,7 @@ import validation from './plugins/validation.js'
 import redirects, { type RedirectPluginOptions } from './plugins/redirects.js'
 import visits, { type VisitPluginOptions } from './plugins/visits.js'
 import redirectRoutes from './redirects/redirect-routes.js'
+import { sharedSerializers } from './plugins/serializers.js'
 import statsRoutes from './analytics/stats-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 import type { TokenCacheOptions } from './plugins/auth.js'
@@ -99,7 +100,6 @@ export class OneLinePerRequest extends LogController {
   }
 }
 
-/** Builds the whole service: infrastructure plugins first, then the routes. */
 /**
  * TRUST_PROXY as Fastify takes it. A hop count becomes proxy-addr's function for it (the `n` addresses nearest
  * to the service are proxies): Fastify 5 now reads a bare number as "trust no hop", which silently made every
@@ -110,6 +110,7 @@ function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string[] | ((
   return (_address, hop) => hop < trust
 }
 
+/** Builds the whole service: infrastructure plugins first, then the routes. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options
   const app = Fastify({
@@ -121,6 +122,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     ...httpServerOptions(options.httpTimeouts),
     // Requests that arrive while the app closes get graceful-close's 503, which is problem+json.
     return503OnClosing: false,
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers } },
   })
   const logStream = (options.logger as { stream?: { flushSync?: () => void } } | undefined)?.stream
   if (typeof logStream?.flushSync === 'function') {

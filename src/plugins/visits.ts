@@ -29,6 +29,12 @@ const ROLLUP_EVERY_MS = 60_000
  * rollup row for seconds at a busy minute) is waited for until VISIT_WRITES_BY_MS after the close began.
  */
 export const VISIT_FLUSH_ON_CLOSE_MS = 3000
+/**
+ * The least the buffered visits are given when the drain used up the close's time (requests cut at 6 s): the flush
+ * then ends by VISIT_WRITES_BY_MS or a second after the drain, whichever is later, so that with the rollup's wait
+ * the whole close stays a second inside the 10 s after which the process is killed.
+ */
+const VISIT_FLUSH_AT_LEAST_MS = 1000
 /** How long closing waits for a rollup under way before the database's close ends it. */
 const ROLLUP_CLOSE_WAIT_MS = 500
 /**
@@ -157,7 +163,7 @@ export default fp(
       for (const timer of timers) clearInterval(timer)
       // Within the time the close has left (src/plugins/graceful-close.ts, DRAIN).
       const left = (app.closingSince ?? Date.now()) + VISIT_WRITES_BY_MS - Date.now()
-      await recorder.close(Math.max(left, VISIT_FLUSH_ON_CLOSE_MS), VISIT_FLUSH_ON_CLOSE_MS)
+      await recorder.close(Math.max(left, VISIT_FLUSH_AT_LEAST_MS), VISIT_FLUSH_ON_CLOSE_MS)
       // What this instance wrote is summed by the next rollup of any instance. One under way finishes first,
       // unless it takes longer than the close has left: closing the database then ends its connection, which
       // rolls it back (the next rollup sums its span again).
