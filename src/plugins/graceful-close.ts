@@ -56,8 +56,8 @@ const INTERRUPTED_ANSWERS_MS = 250
 /**
  * Within the 10 s src/server.ts gives the whole close: accepting for up to 4 s, the last connections' requests
  * read by 5.5 s, the busy ones cut at 6 s, then writing the buffered visits (src/plugins/visits.ts) until
- * VISIT_WRITES_BY_MS (a second at least), for 3 s at most when the database fails them, and half a second for a
- * rollup under way: 9 s at most.
+ * VISIT_WRITES_BY_MS (for 3 s at most when the database refuses them), half a second for a rollup under way and
+ * half a second for the database's connections to close: about 9.5 s at most.
  */
 export const DRAIN: DrainOptions = { idleGraceMs: 1_000, limitMs: 4_000, busyLimitMs: 6_000 }
 /** Until when, counted from the beginning of the close, the buffered visits may be waited for. */
