@@ -7,6 +7,7 @@ import t from 'tap'
 import { PLATFORMS } from '../../../schemas/link.js'
 import type { Route } from 'playwright-core'
 import { ANDROID_UA, DESKTOP, holdNoScriptRefresh, IPHONE_UA, screenshot, startVisitorSide, type Visit } from './browser.js'
+import { waitFor } from '../../links/idempotency-support.js'
 
 const side = await startVisitorSide(t)
 const NAVIGATION = { timeout: 10_000 }
@@ -153,9 +154,8 @@ t.test('what tags send in steps (a loader, its library, a beacon) is sent before
   await visit.page.route('https://cdn.vendor.example/**', (route) => answer(route, 'application/javascript', "new Image().src = 'https://beacon.vendor.example/library'"))
   await visit.page.route('https://beacon.vendor.example/**', (route) => answer(route, 'image/gif', ''))
   await visit.page.goto(side.short('stepwise'), { waitUntil: 'domcontentloaded' })
-  for (let waited = 0; !vendor.every((url) => events.includes(url)); waited += 50) {
-    if (waited > 20_000) throw new Error(`the chain was not answered in 20 s: ${events.join(', ')}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
+  if (!(await waitFor(() => vendor.every((url) => events.includes(url))))) {
+    throw new Error(`the chain was not answered in 20 s: ${events.join(', ')}`)
   }
   // Whatever the page does when a request ends runs on its own turn: a moment of real time for it.
   await new Promise((resolve) => setTimeout(resolve, 300))
