@@ -10,7 +10,7 @@ import { storeVisitRows } from '../../src/analytics/visit-store.js'
 import { FALLBACK_RETRY_MS, SHARED_RECHECK_MS, VisitorKeys, visitorHash } from '../../src/analytics/visitor-key.js'
 import { closeRedisClient, createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { eventually } from '../faults/fault-support.js'
+import { waitFor } from '../support/polling.js'
 import { userAgentFacts } from '../../src/analytics/user-agent.js'
 import { buildTestApp } from '../support/test-app.js'
 import { acmeWorkspace, ANDROID_PHONE, DESKTOP, FACEBOOK_CRAWLER, IPHONE, visit } from '../redirects/visit-support.js'
@@ -312,7 +312,7 @@ t.test("while Redis cannot be reached an instance uses a key of its own, and Red
   const own = (await keys.keyOf(day)).toString('hex')
   t.not(own, shared, "this process's own key while Redis cannot be reached")
   proxy.restore()
-  t.ok(await eventually(() => redis.status === 'ready'), 'the client reconnects')
+  t.ok(await waitFor(() => redis.status === 'ready'), 'the client reconnects')
   clock += FALLBACK_RETRY_MS - 1
   t.equal((await keys.keyOf(day)).toString('hex'), own, 'the same own key until it asks again (its visitors count once on it)')
   clock += 1

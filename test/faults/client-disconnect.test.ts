@@ -10,7 +10,7 @@ import t from 'tap'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { openConnection } from '../support/raw-http.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
-import { eventually } from './fault-support.js'
+import { waitFor } from '../support/polling.js'
 
 const HOUR_LIMIT = 8
 const IN_FLIGHT = 4
@@ -40,9 +40,9 @@ t.test('a body half sent, then the connection destroyed: nothing stored, no erro
   const { head, body } = createRequest('half')
   const socket = await openConnection(port)
   socket.write(head + body.slice(0, body.length >> 1))
-  t.ok(await eventually(() => lines.some((line) => line.reqId === 'half')), 'the request arrived')
+  t.ok(await waitFor(() => lines.some((line) => line.reqId === 'half')), 'the request arrived')
   socket.destroy()
-  t.ok(await eventually(() => refusedForLeaving('half')), 'the app gave up on it (a 400 nobody reads)')
+  t.ok(await waitFor(() => refusedForLeaving('half')), 'the app gave up on it (a 400 nobody reads)')
   t.equal(await prisma.link.count({ where: { slug: 'half' } }), 0, 'nothing stored')
   t.same(serverErrors(), [], 'no 500, no error logged')
   t.equal((await client(app, token).create({ id: 'next', url: 'https://example.com/next' }, { autofill: false })).statusCode, 201, 'the next create is served')
@@ -64,7 +64,7 @@ t.test('whole bodies sent, then the connections destroyed while the creates are 
     const stored = new Set((await prisma.link.findMany({ where: { slug: { in: ids } }, select: { slug: true } })).map((link) => link.slug))
     return ids.every((id) => stored.has(id) || refusedForLeaving(id))
   }
-  t.ok(await eventually(done), 'the app is done with each of them')
+  t.ok(await waitFor(done), 'the app is done with each of them')
   await sleep(200)
   const gone = await prisma.link.count({ where: { slug: { in: ids } } })
   t.comment(`${gone} of ${IN_FLIGHT} stored`)

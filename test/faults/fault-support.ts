@@ -1,5 +1,4 @@
 /** Shared by the fault tests: HTTP to a server process with every request bounded, and answers summed up. */
-import { setTimeout as sleep } from 'node:timers/promises'
 
 /** A request that takes longer than this hung: a 503 comes within the 3 s the service waits for its database. */
 export const HANG_BOUND_MS = 10_000
@@ -40,16 +39,6 @@ export function createLink(port: number, token: string, link: Record<string, unk
     headers: { 'api-authorization': token, 'content-type': 'application/json' },
     body: JSON.stringify({ link, autofill: false }),
   })
-}
-
-/** Polls `check` every 100 ms until it is true; false after `ms`. */
-export async function eventually(check: () => boolean | Promise<boolean>, ms = 15_000): Promise<boolean> {
-  const deadline = Date.now() + ms
-  for (;;) {
-    if (await check()) return true
-    if (Date.now() > deadline) return false
-    await sleep(100)
-  }
 }
 
 /** Runs `work(i)` for i in [0, count) with at most `concurrency` at a time; the results in order. */

@@ -18,7 +18,8 @@ import { logLines, startServer } from '../support/server-process.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase } from '../support/test-app.js'
 import { DESKTOP } from '../redirects/visit-support.js'
-import { ask, countStatuses, createLink, eventually, type Answer } from './fault-support.js'
+import { ask, countStatuses, createLink, type Answer } from './fault-support.js'
+import { waitFor } from '../support/polling.js'
 import { FakeClock } from '../rate-limits/quota-support.js'
 import { CLAIM_LEASE_MS } from '../../src/idempotency/idempotency-store.js'
 import { waitForLockWaiters } from '../support/row-lock.js'
@@ -103,7 +104,7 @@ t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !
   t.equal(visitDuringOutage?.status, 302, 'a cached link is redirected while the database is away')
 
   // The service comes back by itself: /readyz, then creates.
-  t.ok(await eventually(async () => (await ask(server.port, '/readyz')).status === 200), '/readyz is 200 again without a restart')
+  t.ok(await waitFor(async () => (await ask(server.port, '/readyz')).status === 200), '/readyz is 200 again without a restart')
   for (let i = 0; i < 5; i++) {
     const slug = `after-${i}`
     const answer = await createLink(server.port, token, { id: slug, url: `https://example.com/after/${i}` })
@@ -120,7 +121,7 @@ t.test('PostgreSQL cut and refused for 2 s during a burst of creates', { skip: !
 
   const visits = async () =>
     (await database.prisma.$queryRawUnsafe<{ count: number }[]>(`SELECT count(*)::int AS "count" FROM "analytics"."Visit" WHERE "linkUniq" = $1`, cached.body.uniq))[0].count
-  t.ok(await eventually(async () => (await visits()) === 2), 'both visits are stored, the one of the outage once the database is back')
+  t.ok(await waitFor(async () => (await visits()) === 2), 'both visits are stored, the one of the outage once the database is back')
 
   t.same(logLines(server.output()).filter((line) => line.level >= 50), [], 'no error in the log: 503s are warnings')
 })
@@ -152,7 +153,7 @@ t.test('regression: a create whose INSERT was committed but whose answer was los
   insertSent(proxy)
   const answer = client(app, token).create({ id: 'lost-answer', url: 'https://example.com/lost' }, { autofill: false })
   // PostgreSQL runs and commits the INSERT; its answer stops at the proxy.
-  t.ok(await eventually(async () => (await direct.prisma.link.count({ where: { slug: 'lost-answer' } })) === 1), 'committed')
+  t.ok(await waitFor(async () => (await direct.prisma.link.count({ where: { slug: 'lost-answer' } })) === 1), 'committed')
   proxy.refuse()
   await sleep(500)
   proxy.restore()
@@ -182,7 +183,7 @@ t.test('a keyed bulk create whose INSERT was committed but whose answer was lost
     direct.prisma.link.findMany({ where: { url: { startsWith: 'https://example.com/bulk-lost/' } }, orderBy: { uniq: 'asc' } })
   insertSent(proxy)
   const answer = send()
-  t.ok(await eventually(async () => (await stored()).length === 2), 'committed')
+  t.ok(await waitFor(async () => (await stored()).length === 2), 'committed')
   proxy.refuse()
   await sleep(500)
   proxy.restore()
@@ -207,7 +208,7 @@ t.test('a bulk create without a key whose INSERT was committed but whose answer 
   const body = { links: [{ url: 'https://example.com/bulk-unkeyed/1' }], autofill: false }
   insertSent(proxy)
   const answer = client(app, token).send('POST', '/v1/links/bulk', body)
-  t.ok(await eventually(async () => (await direct.prisma.link.count({ where: { url: 'https://example.com/bulk-unkeyed/1' } })) === 1), 'committed')
+  t.ok(await waitFor(async () => (await direct.prisma.link.count({ where: { url: 'https://example.com/bulk-unkeyed/1' } })) === 1), 'committed')
   proxy.refuse()
   await sleep(300)
   proxy.restore()
@@ -225,7 +226,7 @@ t.test('a create or bulk create of links with pixels whose COMMIT was answered b
   const commitAnswerLost = async (request: () => Promise<LightMyRequestResponse>, prefix: string, count: number) => {
     proxy.holdRepliesTo('COMMIT')
     const answer = request()
-    t.ok(await eventually(async () => (await stored(prefix)).length === count), `${prefix}: committed`)
+    t.ok(await waitFor(async () => (await stored(prefix)).length === count), `${prefix}: committed`)
     proxy.refuse()
     await sleep(300)
     proxy.restore()
@@ -281,7 +282,7 @@ t.test('regression: a lost create whose slug another took before it ran is 409, 
   const answer = client(app, token).create({ id: 'contested', url: 'https://example.com/mine' }, { autofill: false })
   const waiting = async () =>
     (await direct.prisma.$queryRawUnsafe<unknown[]>(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)).length === 1
-  t.ok(await eventually(waiting), 'the INSERT waits for the other writer')
+  t.ok(await waitFor(waiting), 'the INSERT waits for the other writer')
   proxy.refuse()
   await other.query('COMMIT')
   await sleep(300)
@@ -297,7 +298,7 @@ t.test('a create whose answer was lost, with the database out of reach for longe
   const { app, direct, proxy, token, log } = await sharedApp()
   insertSent(proxy)
   const answer = client(app, token).create({ id: 'unknown', url: 'https://example.com/unknown' }, { autofill: false })
-  t.ok(await eventually(async () => (await direct.prisma.link.count({ where: { slug: 'unknown' } })) === 1), 'committed')
+  t.ok(await waitFor(async () => (await direct.prisma.link.count({ where: { slug: 'unknown' } })) === 1), 'committed')
   proxy.refuse()
   const response = await answer
   proxy.restore()
@@ -326,7 +327,7 @@ t.test('an update or delete stored but answered 503 (its answer lost): visitors 
     proxy.holdRepliesTo(marker)
     const answer = write(json(created).uniq)
     // PostgreSQL runs and commits the statement; its answer stops at the proxy, whose connections are then cut.
-    t.ok(await eventually(() => stored(slug)), `${slug}: stored`)
+    t.ok(await waitFor(() => stored(slug)), `${slug}: stored`)
     proxy.refuse()
     const response = await answer
     proxy.restore()
@@ -364,7 +365,7 @@ t.test('a pixel or script change stored but answered 503 (its answer lost): visi
     // The write reaches PostgreSQL and commits; its answer stops at the proxy, whose connections are then cut.
     proxy.holdRepliesTo(marker)
     const answer = write()
-    t.ok(await eventually(stored), `${i}: stored`)
+    t.ok(await waitFor(stored), `${i}: stored`)
     proxy.refuse()
     const response = await answer
     proxy.restore()
@@ -470,7 +471,7 @@ t.test(
     t.equal((await visit()).status, 302, 'the link is in the redirect cache')
     const storedVisits = async () =>
       (await database.prisma.$queryRawUnsafe<{ n: number }[]>(`SELECT count(*)::int AS "n" FROM "analytics"."Visit"`))[0].n
-    t.ok(await eventually(async () => (await storedVisits()) === 1), 'that visit is written')
+    t.ok(await waitFor(async () => (await storedVisits()) === 1), 'that visit is written')
 
     proxy.holdReplies()
     // Visits answered from the cache, buffered for a database that no longer answers.

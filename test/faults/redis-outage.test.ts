@@ -19,7 +19,7 @@ import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, json, openTestDatabase } from '../support/test-app.js'
 import { quotaHeaders, quotaWorkspace, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { visit } from '../redirects/visit-support.js'
-import { eventually } from './fault-support.js'
+import { waitFor } from '../support/polling.js'
 
 /** An answer slower than this hung (a request waits at most 250 ms for Redis; the machine is shared). */
 const HANG_BOUND_MS = 2000
@@ -43,7 +43,7 @@ t.test('Redis cut and refused during a burst, then restored', { skip: !REDIS_URL
     ).app
   const [a, b, denying] = [await instance('allow', 0), await instance('allow', 1), await instance('deny', 2)]
   const apps: FastifyInstance[] = [a, b, denying]
-  t.ok(await eventually(() => apps.every((app) => app.redirects.channel.live)), 'every instance hears changes')
+  t.ok(await waitFor(() => apps.every((app) => app.redirects.channel.live)), 'every instance hears changes')
 
   const ws = await quotaWorkspace(database.prisma, 'redis', {}, {})
   for (const app of apps) await app.redirects.domains.refresh()
@@ -55,7 +55,7 @@ t.test('Redis cut and refused during a burst, then restored', { skip: !REDIS_URL
   for (const app of apps) t.equal(await location(app), 'https://example.com/v1', 'cached by every instance')
 
   proxy.refuse()
-  t.ok(await eventually(() => apps.every((app) => !app.redirects.channel.live)), 'every instance knows its change channel is down')
+  t.ok(await waitFor(() => apps.every((app) => !app.redirects.channel.live)), 'every instance knows its change channel is down')
 
   // The burst: creates and visits on every instance, each bounded.
   let n = 0
@@ -95,7 +95,7 @@ t.test('Redis cut and refused during a burst, then restored', { skip: !REDIS_URL
   const changedAt = performance.now()
   t.equal((await client(a, ws.token).update(uniq, { url: 'https://example.com/v2' }, { autofill: false })).statusCode, 200)
   t.equal(await location(a), 'https://example.com/v2', 'at once on the instance that made it')
-  t.ok(await eventually(async () => (await location(b)) === 'https://example.com/v2' && (await location(denying)) === 'https://example.com/v2', 5000), 'seen by the others')
+  t.ok(await waitFor(async () => (await location(b)) === 'https://example.com/v2' && (await location(denying)) === 'https://example.com/v2', 5000), 'seen by the others')
   const seenAfter = performance.now() - changedAt
   t.ok(seenAfter < BLIND_MAX_AGE_MS + 1000, `within BLIND_MAX_AGE_MS (${BLIND_MAX_AGE_MS} ms) and a poll: ${seenAfter.toFixed(0)} ms`)
 
@@ -108,13 +108,13 @@ t.test('Redis cut and refused during a burst, then restored', { skip: !REDIS_URL
     for (const app of apps) if ((await app.inject({ url: '/v1/links', headers: { 'api-authorization': doomed.token } })).statusCode !== 401) return false
     return true
   }
-  t.ok(await eventually(refused, 5000), 'the revoked token is refused everywhere')
+  t.ok(await waitFor(refused, 5000), 'the revoked token is refused everywhere')
   const revokedAfter = performance.now() - revokedAt
   t.ok(revokedAfter < CACHE_TTL_MS + 1000, `within CACHE_TTL_MS (${CACHE_TTL_MS} ms) and a poll: ${revokedAfter.toFixed(0)} ms`)
 
   // Redis returns: no restart.
   proxy.restore()
-  t.ok(await eventually(() => apps.every((app) => app.redirects.channel.live && app.redis!.status === 'ready')), 'every instance reconnects and hears changes again')
+  t.ok(await waitFor(() => apps.every((app) => app.redirects.channel.live && app.redis!.status === 'ready')), 'every instance reconnects and hears changes again')
   const limited = await quotaWorkspace(database.prisma, 'limited', { hour: 2, day: 10 })
   const after = []
   for (let i = 0; i < 3; i++) after.push(await client(apps[i % 2], limited.token).create({ url: `https://example.com/after/${i}` }, { autofill: false }))
@@ -124,7 +124,7 @@ t.test('Redis cut and refused during a burst, then restored', { skip: !REDIS_URL
   // Pub/sub again: a change reaches a warm cache of another instance at once, far inside its 60 s lifetime.
   t.equal(await location(b), 'https://example.com/v2', 'cached by b')
   t.equal((await client(a, ws.token).update(uniq, { url: 'https://example.com/v3' }, { autofill: false })).statusCode, 200)
-  t.ok(await eventually(async () => (await location(b)) === 'https://example.com/v3', 3000), 'b hears of the change through Redis')
+  t.ok(await waitFor(async () => (await location(b)) === 'https://example.com/v3', 3000), 'b hears of the change through Redis')
   t.same(logs.flatMap((log) => log.errorLines()), [], 'no error logged: the outage is warnings')
 })
 
@@ -139,7 +139,7 @@ t.test('regression: a change whose message could not be sent (only its instance 
     (await buildTestApp(t, { database, env: { REDIS_URL: redisUrl }, logger: logs[i].logger, rateLimits: { keyPrefix }, redirects: { keyPrefix }, visits: { keyPrefix } })).app
   const writer = await build(writerPath.url, 0)
   const reader = await build(REDIS_URL!, 1)
-  t.ok(await eventually(() => writer.redirects.channel.live && reader.redirects.channel.live))
+  t.ok(await waitFor(() => writer.redirects.channel.live && reader.redirects.channel.live))
   const ws = await quotaWorkspace(database.prisma, 'unsent', {})
   for (const app of [writer, reader]) await app.redirects.domains.refresh()
   const created = await client(writer, ws.token).create({ id: 'sale', url: 'https://example.com/v1' }, { autofill: false })
@@ -147,7 +147,7 @@ t.test('regression: a change whose message could not be sent (only its instance 
   t.equal(await location(reader), 'https://example.com/v1', 'cached by the reader')
 
   writerPath.proxy.refuse()
-  t.ok(await eventually(() => writer.redis!.status !== 'ready'), 'the writer has lost Redis')
+  t.ok(await waitFor(() => writer.redis!.status !== 'ready'), 'the writer has lost Redis')
   t.equal((await client(writer, ws.token).update(json(created).uniq, { url: 'https://example.com/v2' }, { autofill: false })).statusCode, 200)
   t.ok(reader.redirects.channel.live, 'the reader still hears Redis, so it trusts its cache')
   // Normally the old address, for up to the cache's 60 s. (On a loaded machine the reader's subscription can drop
@@ -156,7 +156,7 @@ t.test('regression: a change whose message could not be sent (only its instance 
 
   writerPath.proxy.restore()
   // Before the fix, the reader kept the old address for the cache's whole lifetime (60 s).
-  t.ok(await eventually(async () => (await location(reader)) === 'https://example.com/v2', 8000), 'the reader sees the change once the writer is back')
+  t.ok(await waitFor(async () => (await location(reader)) === 'https://example.com/v2', 8000), 'the reader sees the change once the writer is back')
   t.same(logs.flatMap((log) => log.errorLines()), [])
 })
 

@@ -15,7 +15,7 @@ import { parseResponse } from '../support/raw-http.js'
 import { holdRowLock, waitForLockWaiters } from '../support/row-lock.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
-import { waitFor } from './idempotency-support.js'
+import { waitFor } from '../support/polling.js'
 
 /** For the tests that hold a batch by a row lock. */
 const pgOnly = { skip: process.env.DATABASE_URL ? false : 'a batch held by a row lock: PostgreSQL only' }

@@ -6,7 +6,7 @@ import { passwordHashes } from '../../src/links/password.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
 import { answerWhenReleased, page, startPageServer, status } from '../autofill/page-server.js'
-import { waitFor } from './idempotency-support.js'
+import { waitFor } from '../support/polling.js'
 
 const { app, prisma, database } = await buildTestApp(t)
 

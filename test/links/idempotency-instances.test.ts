@@ -11,7 +11,8 @@ import { openDatabase, type Database } from '../../src/db/database.js'
 import { freePort, quotaWorkspace, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { buildTestApp, openTestDatabase } from '../support/test-app.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
-import { CREATE, heldPage, post, replayed, waitFor } from './idempotency-support.js'
+import { CREATE, heldPage, post, replayed } from './idempotency-support.js'
+import { waitFor } from '../support/polling.js'
 
 const { database, url: databaseUrl } = await openTestDatabase(t)
 const { prisma } = database

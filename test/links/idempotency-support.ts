@@ -3,6 +3,7 @@ import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { Redis } from 'ioredis'
 import type { Database } from '../../src/db/database.js'
 import { answerWhenReleased, page, startPageServer, type PageServer } from '../autofill/page-server.js'
+import { waitFor } from '../support/polling.js'
 
 export const CREATE = '/v1/links/create'
 export const BULK = '/v1/links/bulk'
@@ -29,16 +30,6 @@ export function answerHeaders(response: LightMyRequestResponse) {
 }
 
 export const replayed = (response: LightMyRequestResponse) => response.headers['idempotent-replayed']
-
-/** Polls `condition` every 20 ms until it holds (or `ms` pass: then the last value, for the assertion to fail on). */
-export async function waitFor(condition: () => boolean | Promise<boolean>, ms = 20_000): Promise<boolean> {
-  const until = Date.now() + ms
-  for (;;) {
-    if (await condition()) return true
-    if (Date.now() > until) return false
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
-}
 
 /**
  * A destination page that autofill fetches and that answers only when the test says so: a create with

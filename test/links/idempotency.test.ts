@@ -18,7 +18,8 @@ import { setLimits } from '../../src/workspaces/workspace-repository.js'
 import { FakeClock, quotaHeaders, quotaWorkspace, REDIS_URL, redisKeyPrefix, T0 } from '../rate-limits/quota-support.js'
 import { rawRequest } from '../support/raw-http.js'
 import { buildTestApp, openTestDatabase } from '../support/test-app.js'
-import { answerHeaders, BULK, CREATE, heldPage, keyRows, post, redisKey, replayed, waitFor } from './idempotency-support.js'
+import { answerHeaders, BULK, CREATE, heldPage, keyRows, post, redisKey, replayed } from './idempotency-support.js'
+import { waitFor } from '../support/polling.js'
 
 const { database } = await openTestDatabase(t)
 const { prisma } = database

@@ -10,16 +10,8 @@ import t, { type Test } from 'tap'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../../src/errors/app-error.js'
 import { acmeWorkspace, visit } from '../redirects/visit-support.js'
 import { parseExposition, valueOf } from '../support/prometheus-text.js'
+import { until } from '../support/polling.js'
 import { buildTestApp } from '../support/test-app.js'
-
-/** Polls `condition` every 10 ms for at most `ms`; fails the test with `what` when it never holds. */
-async function until(condition: () => boolean | Promise<boolean>, what: string, ms = 15_000): Promise<void> {
-  const deadline = Date.now() + ms
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
-    await sleep(10)
-  }
-}
 
 /** Sends `request` until it is answered 503 (the pressure is sampled, so a request may slip in between). */
 async function refusedOnce(request: () => Promise<LightMyRequestResponse>, what: string): Promise<LightMyRequestResponse> {

@@ -6,6 +6,7 @@
 import type { AddressInfo } from 'node:net'
 import { request } from 'node:http'
 import t from 'tap'
+import { until } from '../support/polling.js'
 import { buildTestApp, client } from '../support/test-app.js'
 import { FakeClock, quotaHeaders, quotaWorkspace, T0 } from './quota-support.js'
 
@@ -48,13 +49,6 @@ function slowCreate(token: string, body: string) {
   }
 }
 
-async function until(condition: () => boolean) {
-  for (let i = 0; !condition(); i++) {
-    if (i > 2000) throw new Error('timed out waiting')
-    await new Promise((resolve) => setTimeout(resolve, 5))
-  }
-}
-
 t.test('slow invalid creates in flight do not make a valid create get 429', async (t) => {
   clock.set(T0)
   const ws = await quotaWorkspace(prisma, 'in flight', { hour: 3, day: 100 })
@@ -64,7 +58,7 @@ t.test('slow invalid creates in flight do not make a valid create get 429', asyn
   t.equal((await api.create({ url: 'not a url' })).statusCode, 400)
 
   const slow = Array.from({ length: 3 }, () => slowCreate(ws.token, JSON.stringify({ link: { url: 'not a url either' } })))
-  await until(() => uploading >= 4)
+  await until(() => uploading >= 4, 'four slow creates uploading', 10_000, 5)
   // Whatever the route does on arrival (its own hooks, the in-process store) is done within this turn.
   await new Promise((resolve) => setImmediate(resolve))
 

@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import { RedirectCache } from '../../src/redirects/redirect-cache.js'
 import { batchedViewReader, cacheKey, type RedirectView } from '../../src/redirects/redirect-view.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
+import { within } from '../support/polling.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, type TestApp } from '../support/test-app.js'
 import { acmeWorkspace, visit } from './visit-support.js'
@@ -123,16 +124,6 @@ t.test('a workspace\'s pixel or script change drops that workspace\'s links only
   t.equal(cache.peek('d/1'), undefined)
   t.equal(cache.peek('d/2'), views[1])
 })
-
-/** Waits until `check` holds, at most `ms`; returns how long it took, or null. */
-async function within(ms: number, check: () => Promise<boolean>): Promise<number | null> {
-  const started = Date.now()
-  for (;;) {
-    if (await check()) return Date.now() - started
-    if (Date.now() - started > ms) return null
-    await sleep(10)
-  }
-}
 
 t.test('two instances on one Redis: an update or delete on one is served fresh by the other within a second', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)

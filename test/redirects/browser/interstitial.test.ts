@@ -7,7 +7,7 @@ import t from 'tap'
 import { PLATFORMS } from '../../../schemas/link.js'
 import type { Route } from 'playwright-core'
 import { ANDROID_UA, DESKTOP, holdNoScriptRefresh, IPHONE_UA, screenshot, startVisitorSide, type Visit } from './browser.js'
-import { waitFor } from '../../links/idempotency-support.js'
+import { waitFor } from '../../support/polling.js'
 
 const side = await startVisitorSide(t)
 const NAVIGATION = { timeout: 10_000 }
