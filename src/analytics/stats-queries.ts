@@ -11,7 +11,7 @@ import type { Interval } from '../../schemas/stats.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError } from '../errors/app-error.js'
 import type { StatsRange } from './stats-range.js'
-import { MAX_AGGREGATE_VALUE } from './visit-aggregates.js'
+import { aggregateValueSql } from './visit-aggregates.js'
 
 /**
  * A source's two tiers of aggregates: hours, and whole UTC days (the same visits, summed); `firstOfDay`, the raw
@@ -158,9 +158,9 @@ function daysFitBucketsSql(interval: Interval, r: RangeParams, zone: string): st
 }
 
 /** The breakdowns of one raw visit (h), as the aggregates name them and cut their values. */
-const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('referrer', coalesce(h."referrerHost", '')),
-  ('device', h."device"), ('os', coalesce(h."os", '')), ('browser', coalesce(h."browser", '')),
-  ('destination', left(h."destination", ${MAX_AGGREGATE_VALUE}))`
+const BREAKDOWNS = `('total', ''), ('country', coalesce(h."country", '')), ('referrer', coalesce(${aggregateValueSql('h."referrerHost"')}, '')),
+  ('device', h."device"), ('os', coalesce(${aggregateValueSql('h."os"')}, '')),
+  ('browser', coalesce(${aggregateValueSql('h."browser"')}, '')), ('destination', ${aggregateValueSql('h."destination"')})`
 
 /**
  * The source's rows over the range, in pieces that each read one span by its index: the whole UTC days from the

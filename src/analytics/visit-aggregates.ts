@@ -14,10 +14,25 @@
  */
 
 /**
- * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,700
- * bytes: longer destinations are cut (two destinations equal over their first 1,024 characters count as one).
+ * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,704
+ * bytes, or the statement fails, and with it the rollup of every workspace's visits, minute after minute. So a
+ * value longer than this many bytes (UTF-8) is cut to its longest prefix that fits, whole characters only (two
+ * values equal over that prefix count as one). Bytes, not characters: a destination of 1,024 CJK characters is
+ * 3 KB, and so is a Referer's host of 3,000 letters (URL parsing sets no length) or a User-Agent's unknown browser
+ * name of 2,000 characters past U+007F (a header's bytes are read as Latin-1, two bytes each in UTF-8).
  */
-export const MAX_AGGREGATE_VALUE = 1024
+export const MAX_AGGREGATE_BYTES = 1024
+
+/**
+ * `value` (an SQL expression, evaluated up to three times: keep it a column) cut to MAX_AGGREGATE_BYTES as an
+ * aggregate stores it. The common case is one octet_length; a longer value looks for the longest prefix that
+ * fits, from MAX_AGGREGATE_BYTES characters down to a quarter of that, which always fits (at most four bytes each).
+ */
+export function aggregateValueSql(value: string): string {
+  return `(CASE WHEN octet_length(${value}) <= ${MAX_AGGREGATE_BYTES} THEN ${value} ELSE (
+    SELECT left(${value}, n) FROM generate_series(${MAX_AGGREGATE_BYTES}, ${MAX_AGGREGATE_BYTES / 4}, -1) AS n
+    WHERE octet_length(left(${value}, n)) <= ${MAX_AGGREGATE_BYTES} ORDER BY n DESC LIMIT 1) END)`
+}
 
 /** The two tiers of aggregates: the time column of each and how a visit's hour is cut to it. */
 export const AGGREGATE_TIERS = [
@@ -66,8 +81,9 @@ export function aggregateVisitsSql(source: string): string {
   )
   return `WITH c AS (
        SELECT v."linkUniq", v."workspaceId", v."domain", date_trunc('hour', v."at", 'UTC') AS "hour",
-         coalesce(v."country", '') AS "country", coalesce(v."referrerHost", '') AS "referrer", v."device",
-         coalesce(v."os", '') AS "os", coalesce(v."browser", '') AS "browser", left(v."destination", ${MAX_AGGREGATE_VALUE}) AS "destination",
+         coalesce(v."country", '') AS "country", coalesce(${aggregateValueSql('v."referrerHost"')}, '') AS "referrer",
+         v."device", coalesce(${aggregateValueSql('v."os"')}, '') AS "os",
+         coalesce(${aggregateValueSql('v."browser"')}, '') AS "browser", ${aggregateValueSql('v."destination"')} AS "destination",
          count(*) FILTER (WHERE NOT v."bot") AS "clicks", count(*) FILTER (WHERE v."bot") AS "bots",
          count(*) FILTER (WHERE v."firstOfDay" AND NOT v."bot") AS "linkVisitors",
          count(*) FILTER (WHERE v."firstOfWorkspaceDay" AND NOT v."bot") AS "workspaceVisitors"

@@ -123,3 +123,40 @@ t.test('rollups racing batches count every visit exactly once', async (t) => {
   const [clicks] = await prisma.$queryRawUnsafe<{ clicks: number }[]>(`SELECT "clicks"::int AS "clicks" FROM "analytics"."LinkClicks" WHERE "linkUniq" = $1`, busy.uniq)
   t.equal(clicks.clicks, stored)
 })
+
+t.test('values too long for an aggregate key are cut to 1,024 bytes, whole characters: the rollup goes on', async (t) => {
+  // Each of these is over the 2,704 bytes of a btree entry: one such visit used to fail the rollup of every
+  // workspace, minute after minute. A CJK destination (3 bytes a character), a Referer's host of 3,000 letters
+  // (URL parsing sets no length), an unknown browser's name read from Latin-1 header bytes (2 bytes each).
+  // Characters drawn at random (seeded), as a repeated one would be compressed into the index entry and fit.
+  let seed = 7
+  const draw = (from: number, count: number) => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31
+    return String.fromCharCode(from + (seed % count))
+  }
+  const text = (length: number, from: number, count: number) => Array.from({ length }, () => draw(from, count)).join('')
+  const destination = `https://example.com/${text(1100, 0x4e00, 0x5000)}`
+  const referrerHost = `${text(3000, 0x61, 26)}.example`
+  const browser = text(2040, 0xc0, 0x40)
+  const long: Link = await api.link({ url: destination, id: 'long-values' })
+  await setRolledUpTo('2033-01-01T00:00:00Z')
+  await storeVisits(database, [
+    visit(long, '2033-01-01T10:00:00Z', 1, { destination, referrerHost, browser }),
+    visit(long, '2033-01-01T10:05:00Z', 2, { destination, referrerHost, browser }),
+  ])
+  const read = async () => (await api.get(`/v1/links/${long.uniq}/stats?from=2033-01-01T00:00:00Z&to=2033-01-02T00:00:00Z`)).json()
+  const raw = await read()
+  t.match(await app.visitRollup.run(new Date('2033-01-02T00:00:00Z')), { visits: 2 }, 'the rollup sums them')
+  t.equal(await rolledUpTo(), '2033-01-02T00:00:00.000Z', 'and moves on')
+  const summed = await read()
+  t.same(summed, raw, 'the same answers from the aggregates as from the raw visits')
+  // The top list's entry of a value: the one that starts it and is longer than any other value there.
+  const cut = (value: string) =>
+    Object.values(summed.top as Record<string, { value: string | null }[]>).flat().find((item) => item.value !== null && item.value.length > 100 && value.startsWith(item.value))
+  t.match(cut(destination), { value: destination.slice(0, 20 + 334), clicks: 2 }, 'the destination: 20 + 334 × 3 = 1,022 bytes')
+  t.match(cut(referrerHost), { value: referrerHost.slice(0, 1024), clicks: 2 }, 'the referrer host: its first 1,024 letters')
+  t.match(cut(browser), { value: browser.slice(0, 512), clicks: 2 }, 'the browser: 512 characters of 2 bytes')
+  const [stored] = await prisma.$queryRawUnsafe<{ destination: string }[]>(
+    `SELECT "destination" FROM "analytics"."Visit" WHERE "linkUniq" = $1 LIMIT 1`, long.uniq)
+  t.equal(stored.destination, destination, 'the raw visit keeps the whole destination (the export shows it)')
+})
