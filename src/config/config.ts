@@ -187,13 +187,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { dote
   const dotenvPath = options.dotenv ?? (env === process.env ? '.env' : undefined)
   const merged = { ...(dotenvPath ? readDotenv(dotenvPath) : {}), ...env }
   // Empty and blank variables count as unset, as they do in most deployment tools, in `.env` as in the environment
-  // (where `VAR=` also overrides a value of `.env`).
+  // (where `VAR=` also overrides a value of `.env`). White space around a value is no part of it (a space left after
+  // `LOG_LEVEL=debug ` in a file), for every variable alike.
   const data = Object.fromEntries(
-    Object.entries(merged).filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== ''),
+    Object.entries(merged)
+      .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== '')
+      .map(([name, value]) => [name, value.trim()]),
   )
   // Numbers in decimal digits only: the schema's coercion would read 0x0BB9 or 1e3 as well.
   for (const name of INTEGER_VARIABLES) {
-    if (data[name] !== undefined && !/^\s*-?\d+\s*$/.test(data[name])) throw new ConfigError(`Invalid configuration: ${name} must be a whole number`)
+    if (data[name] !== undefined && !/^-?\d+$/.test(data[name])) throw new ConfigError(`Invalid configuration: ${name} must be a whole number`)
   }
   let parsed: Env
   try {

@@ -270,7 +270,7 @@ export default fp(
         return
       }
       if (!state.decision.allowed) {
-        counts.rejected[request.quotaOperation]++
+        // Counted once the 429 is sent (settleQuota): a create of a taken slug answers its 409 instead.
         const full = exhaustedWindow(state.decision)
         throw quotaExceeded(request.quotaOperation, full, full.resetSeconds)
       }
@@ -301,6 +301,7 @@ export default fp(
           giveBackLate(state.late, policy === 'allow' && consumed ? 1 : 0)
         }
         if (state && !('decision' in state)) return payload
+        if (reply.statusCode === 429 && state && !state.decision.allowed && request.quotaOperation) counts.rejected[request.quotaOperation]++
         let decision = state ? state.decision : await peekQuota(request)
         if (!decision) return payload
         const taken = decision.taken

@@ -109,6 +109,8 @@ t.test('blank values count as unset, in the environment and in .env alike; the e
   t.same(blank.overload, { eventLoopDelayMs: 1000, dbPoolWaiting: 100 }, 'overload protection not turned off by a blank')
   t.equal(blank.visitRetentionDays, 400)
   t.equal(loadConfig({ PORT: ' 8080 ' }).port, 8080, 'spaces around a number')
+  t.equal(loadConfig({ LOG_LEVEL: ' debug\t' }).logLevel, 'debug', 'and around any other value')
+  t.equal(loadConfig({ DEFAULT_DOMAIN: 'links.localhost ' }).defaultDomain, 'links.localhost')
   t.same(loadConfig({ TRUST_PROXY: '10.0.0.0/8, ::1, fd00::/8' }).trustProxy, ['10.0.0.0/8', '::1', 'fd00::/8'])
 
   const dir = t.testdir({ '.env': 'COOKIE_SECRET=\nMETRICS_TOKEN=   \nREDIS_URL=redis://from-file:6379\nPORT=4000\n' })

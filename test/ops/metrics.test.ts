@@ -9,6 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { freePort, quotaWorkspace } from '../rate-limits/quota-support.js'
 import { acmeWorkspace, postPassword, SHORT_DOMAIN, visit } from '../redirects/visit-support.js'
+import { until } from '../support/polling.js'
 import { parseExposition, samplesOf, valueOf, type Exposition } from '../support/prometheus-text.js'
 import { buildTestApp, client } from '../support/test-app.js'
 
@@ -34,16 +35,15 @@ t.test('what requests, visits, quotas and autofill did shows in the scrape', asy
   const autofilled = await api.create({ domain: SHORT_DOMAIN, url: 'https://unknown-host.example/' })
   t.equal(autofilled.statusCode, 201)
   t.equal(autofilled.headers['x-autofill'], 'failed')
-  // A quota of one create an hour: the second is refused.
+  // A quota of one create an hour: the second is refused; a create of a taken slug is still its 409 (a full quota
+  // must not hide it), which is no rejection by the quota.
   const limited = await quotaWorkspace(test.prisma, 'metrics-quota', { hour: 1 })
   const quotaApi = client(app, limited.token)
-  t.equal((await quotaApi.create({ url: 'https://example.com/a' }, { autofill: false })).statusCode, 201)
+  t.equal((await quotaApi.create({ url: 'https://example.com/a', id: 'taken' }, { autofill: false })).statusCode, 201)
+  t.equal((await quotaApi.create({ url: 'https://example.com/a', id: 'taken' }, { autofill: false })).statusCode, 409)
   t.equal((await quotaApi.create({ url: 'https://example.com/b' }, { autofill: false })).statusCode, 429)
   // The visits are handed on after their answers, then written in batches.
-  for (let i = 0; app.visitRecorder!.stats().recorded < 2; i++) {
-    if (i > 500) throw new Error('the visits were never recorded')
-    await sleep(10)
-  }
+  await until(() => app.visitRecorder!.stats().recorded >= 2, 'the visits to be recorded')
   await app.visitRecorder!.flush()
 
   const response = await app.inject({ url: '/metrics' })
@@ -56,6 +56,7 @@ t.test('what requests, visits, quotas and autofill did shows in the scrape', asy
   t.equal(metrics.types.get('http_request_duration_seconds'), 'histogram')
   t.equal(valueOf(metrics, count, duration('POST', '/v1/links/create', 201)), 3, 'three creates answered 201')
   t.equal(valueOf(metrics, count, duration('POST', '/v1/links/create', 429)), 1)
+  t.equal(valueOf(metrics, count, duration('POST', '/v1/links/create', 409)), 1)
   t.equal(valueOf(metrics, count, duration('GET', '/:slug', 302)), 2)
   t.equal(valueOf(metrics, count, duration('GET', '/:slug', 404)), 1)
   t.same(samplesOf(metrics, count, { route: '/metrics' }), [], '/metrics itself is not timed')
@@ -81,7 +82,7 @@ t.test('what requests, visits, quotas and autofill did shows in the scrape', asy
   t.equal(valueOf(metrics, 'shortlinks_redirect_cache_lookups_total', { result: 'miss' }), 2, 'the first visit, and the unknown slug')
   t.equal(valueOf(metrics, 'shortlinks_redirect_cache_reads_total'), 2)
   t.equal(valueOf(metrics, 'shortlinks_redirect_cache_entries'), 1)
-  t.equal(valueOf(metrics, 'shortlinks_rate_limit_rejections_total', { limit: 'create' }), 1)
+  t.equal(valueOf(metrics, 'shortlinks_rate_limit_rejections_total', { limit: 'create' }), 1, 'the 429, not the 409')
   t.equal(valueOf(metrics, 'shortlinks_rate_limit_rejections_total', { limit: 'update' }), 0)
   t.equal(valueOf(metrics, 'shortlinks_autofill_outcomes_total', { outcome: 'failed' }), 1)
   t.equal(valueOf(metrics, 'shortlinks_autofill_outcomes_total', { outcome: 'filled' }), 0)
