@@ -25,17 +25,16 @@ import type { LinkInputBody } from '../../schemas/link.js'
 import { LinkInput } from '../../schemas/link.js'
 import type { ProblemBody } from '../../schemas/problem.js'
 import type { BulkCreateRequest } from '../../schemas/link-bulk.js'
-import { AppError, slugReserved, slugTaken, validationFailed } from '../errors/app-error.js'
+import { AppError, slugTaken, validationFailed } from '../errors/app-error.js'
 import { isDatabaseUnavailable, OutcomeUnknownError } from '../db/errors.js'
 import type { Caller } from '../plugins/auth.js'
 import { clientDataProblems } from '../plugins/client-data.js'
 import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
 import type { BulkReservation } from '../plugins/rate-limits.js'
-import { resolveLinkDomain } from './domains.js'
-import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
+import { DEFAULT_SETTINGS, hashNewPassword, type LinkSettings } from './link-input.js'
 import { insertPlainLinks, isPlainLink, slugsInUse, type StoredLink } from './link-repository.js'
-import { folderGone, insertWithSlug, type LinkServiceContext } from './link-service.js'
-import { generateSlug, isReservedSlug, slugKey } from './slug.js'
+import { checkNewLink, folderGone, insertWithSlug, type LinkServiceContext } from './link-service.js'
+import { generateSlug, slugKey } from './slug.js'
 
 /** What the create's schema checks of `link`, for one link of the batch at a time. */
 let validateOne: ValidateFunction | undefined
@@ -124,9 +123,7 @@ export async function createLinks(
         if (found.total > 0) throw validationFailed(found.problems, found.total)
         const validate = linkValidator()
         if (!validate(body)) throw validationFailed(fieldErrors(validate.errors ?? []))
-        const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
-        const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
-        if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
+        const { parsed, domain } = await checkNewLink(context, caller, link)
         return { index, link, domain, settings: { ...DEFAULT_SETTINGS, ...parsed, url: link.url }, autofill: 'skipped' }
       } catch (error) {
         fail(index, error)

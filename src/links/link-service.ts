@@ -8,7 +8,9 @@ import { isUniqueViolation, violatedForeignKey } from '../db/errors.js'
 import { SKIPPED, type Autofill, type AutofillResult } from '../autofill/autofill.js'
 import type { MetadataField, PageMetadata } from '../autofill/metadata.js'
 import { changesNothing } from './unchanged.js'
-import { AppError, fieldError, notFound, slugReserved, slugTaken } from '../errors/app-error.js'
+import type { FieldErrorBody } from '../../schemas/problem.js'
+import { AppError, fieldError, notFound, slugReserved, slugTaken, validationFailed } from '../errors/app-error.js'
+import { checkTogether } from '../errors/field-checks.js'
 import type { Caller } from '../plugins/auth.js'
 import { domainsBarredFrom, refuseReservedLinkWrite, resolveLinkDomain } from './domains.js'
 import { DEFAULT_SETTINGS, hashNewPassword, parseLinkInput, type LinkSettings } from './link-input.js'
@@ -59,6 +61,23 @@ export type Admit = () => Promise<void>
 /** Attempts at a fresh random slug before giving up; with 36^7 slugs a second attempt is already rare. */
 const GENERATED_SLUG_ATTEMPTS = 8
 
+/**
+ * A new link's checks beyond the schema (its fields' rules, its domain, a reserved slug), for a create and for each
+ * link of a bulk: the rules and the domain together, so that one 400 names the fields of both.
+ */
+export async function checkNewLink(
+  context: LinkServiceContext,
+  caller: Caller,
+  link: CreateLinkRequest['link'],
+): Promise<{ parsed: Partial<LinkSettings>; domain: string }> {
+  const [parsed, domain] = await checkTogether(
+    parseLinkInput(link, { ...context, workspaceId: caller.workspaceId }),
+    resolveLinkDomain(context.prisma, context.config, caller, link.domain),
+  )
+  if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
+  return { parsed, domain }
+}
+
 export async function createLink(
   context: LinkServiceContext,
   caller: Caller,
@@ -68,9 +87,7 @@ export async function createLink(
   idempotency?: Omit<IdempotentCreateKey, 'autofill'>,
 ): Promise<LinkWrite> {
   const { link } = request
-  const parsed = await parseLinkInput(link, { ...context, workspaceId: caller.workspaceId })
-  const domain = await resolveLinkDomain(context.prisma, context.config, caller, link.domain)
-  if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
+  const { parsed, domain } = await checkNewLink(context, caller, link)
 
   const settings: LinkSettings = { ...DEFAULT_SETTINGS, ...parsed, url: link.url }
   // A slug already taken would make the fetch wasted, and hold the quota slot for its whole length. Without a
@@ -155,13 +172,15 @@ export async function findLink(context: LinkServiceContext, caller: Caller, loca
 }
 
 /** The link's own domain and slug may be repeated in an update body, but not changed. */
-function refuseIdentityChange(link: StoredLink, patch: LinkPatchBody): void {
+async function refuseIdentityChange(link: StoredLink, patch: LinkPatchBody): Promise<void> {
+  const problems: FieldErrorBody[] = []
   if (patch.domain !== undefined && normalizeHost(patch.domain) !== link.domain) {
-    throw fieldError('/link/domain', `cannot be changed (the link is on ${link.domain})`)
+    problems.push({ path: '/link/domain', message: `cannot be changed (the link is on ${link.domain})` })
   }
   if (patch.id !== undefined && slugKey(patch.id) !== slugKey(link.slug)) {
-    throw fieldError('/link/id', `cannot be changed (the link's id is ${link.slug})`)
+    problems.push({ path: '/link/id', message: `cannot be changed (the link's id is ${link.slug})` })
   }
+  if (problems.length > 0) throw validationFailed(problems)
 }
 
 /**
@@ -231,12 +250,10 @@ export async function updateLinkFields(
   if (written) return written
   const link = await findLink(context, caller, locator)
   refuseReservedLinkWrite(context.config, caller, link)
-  refuseIdentityChange(link, request.link)
-  const changes = await parseLinkInput(request.link, {
-    ...context,
-    workspaceId: caller.workspaceId,
-    storedPasswordHash: link.passwordHash,
-  })
+  const [, changes] = await checkTogether(
+    refuseIdentityChange(link, request.link),
+    parseLinkInput(request.link, { ...context, workspaceId: caller.workspaceId, storedPasswordHash: link.passwordHash }),
+  )
   // Even an update that changes nothing is a successful update: it is admitted (and counted) like any other.
   await admit()
   await hashNewPassword(changes, request.link)

@@ -136,6 +136,34 @@ t.test('a 400 names every offending field at once', async (t) => {
   t.match(response.json().detail, /link\/url must be an absolute http\(s\) URL/)
 })
 
+t.test('a 400 names the fields of the rules and of the domain together, on a create, a bulk and an update', async (t) => {
+  const paths = (response: { json(): { errors: { path: string }[] } }) => response.json().errors.map((error) => error.path).sort()
+  const before = await storedCounts()
+  // A folder that does not exist (the rules' check) and a domain that is no host name (the domain's).
+  const created = await api.create({ url: 'https://example.com/', domain: '..', folderId: 99999, id: 'both-wrong' })
+  t.equal(created.statusCode, 400)
+  t.same(paths(created), ['/link/domain', '/link/folderId'])
+  const bulk = await app.inject({
+    method: 'POST',
+    url: '/v1/links/bulk',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    payload: { autofill: false, links: [{ url: 'https://example.com/', domain: '..', folderId: 99999 }] },
+  })
+  t.equal(bulk.statusCode, 200)
+  t.same(bulk.json().results[0].problem.errors.map((error: { path: string }) => error.path).sort(), ['/links/0/domain', '/links/0/folderId'])
+  t.same(await storedCounts(), before, 'nothing is stored')
+  // A 403 of a domain the workspace may not use is answered alone, as before, not mixed with field problems.
+  const reserved = await api.create({ url: 'https://example.com/', domain: 'short.test', folderId: 99999 })
+  t.equal(reserved.statusCode, 400, 'the rules come first: their 400')
+  t.same(paths(reserved), ['/link/folderId'])
+
+  const link = (await api.create({ url: 'https://example.com/', id: 'identity' }, { autofill: false })).json()
+  const updated = await api.update(link.uniq, { id: 'other', domain: 'alt.rules.test', folderId: 99999 })
+  t.equal(updated.statusCode, 400)
+  t.same(paths(updated), ['/link/domain', '/link/folderId', '/link/id'], 'the identity change and the rules, all named')
+  t.same((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).folderId, null, 'nothing changed')
+})
+
 t.test('accepted: tolerant and normalised inputs', async (t) => {
   const folder = await prisma.folder.create({ data: { workspaceId, name: 'mine' } })
   const pixel = await prisma.pixel.create({ data: { workspaceId, platform: 'gtm', value: 'GTM-1' } })
