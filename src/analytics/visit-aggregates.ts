@@ -16,22 +16,25 @@
 /**
  * Aggregate values are part of their table's key, and an index entry must stay well under PostgreSQL's 2,704
  * bytes, or the statement fails, and with it the rollup of every workspace's visits, minute after minute. So a
- * value longer than this many bytes (UTF-8) is cut to its longest prefix that fits, whole characters only (two
- * values equal over that prefix count as one). Bytes, not characters: a destination of 1,024 CJK characters is
+ * value longer than this many bytes (UTF-8) is cut to a prefix that fits, whole characters only (two values equal
+ * over that prefix count as one). Bytes, not characters: a destination of 1,024 CJK characters is
  * 3 KB, and so is a Referer's host of 3,000 letters (URL parsing sets no length) or a User-Agent's unknown browser
  * name of 2,000 characters past U+007F (a header's bytes are read as Latin-1, two bytes each in UTF-8).
  */
 export const MAX_AGGREGATE_BYTES = 1024
 
 /**
- * `value` (an SQL expression, evaluated up to three times: keep it a column) cut to MAX_AGGREGATE_BYTES as an
- * aggregate stores it. The common case is one octet_length; a longer value looks for the longest prefix that
- * fits, from MAX_AGGREGATE_BYTES characters down to a quarter of that, which always fits (at most four bytes each).
+ * `value` (an SQL expression, evaluated several times: keep it a column) cut to MAX_AGGREGATE_BYTES as an aggregate
+ * stores it. The common case is one octet_length. A longer value keeps MAX_AGGREGATE_BYTES characters if they fit,
+ * else half as many if they fit (two bytes a character), else a third (three), else a quarter, which always fits
+ * (at most four bytes a character): not always the longest prefix that fits, but the same cut of the same value
+ * everywhere, without a subquery per row (one that searched for the longest prefix made the rollup of 100,000
+ * visits a third slower: 6.9–10.5 s against 5.2–7.4 s with these cases, the same as without any cut).
  */
 export function aggregateValueSql(value: string): string {
-  return `(CASE WHEN octet_length(${value}) <= ${MAX_AGGREGATE_BYTES} THEN ${value} ELSE (
-    SELECT left(${value}, n) FROM generate_series(${MAX_AGGREGATE_BYTES}, ${MAX_AGGREGATE_BYTES / 4}, -1) AS n
-    WHERE octet_length(left(${value}, n)) <= ${MAX_AGGREGATE_BYTES} ORDER BY n DESC LIMIT 1) END)`
+  const max = MAX_AGGREGATE_BYTES
+  const fits = (characters: number) => `WHEN octet_length(left(${value}, ${characters})) <= ${max} THEN left(${value}, ${characters})`
+  return `(CASE WHEN octet_length(${value}) <= ${max} THEN ${value} ${fits(max)} ${fits(max / 2)} ${fits(Math.floor(max / 3))} ELSE left(${value}, ${max / 4}) END)`
 }
 
 /** The two tiers of aggregates: the time column of each and how a visit's hour is cut to it. */
