@@ -191,8 +191,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { dote
   // `LOG_LEVEL=debug ` in a file), for every variable alike.
   const data = Object.fromEntries(
     Object.entries(merged)
-      .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1].trim() !== '')
-      .map(([name, value]) => [name, value.trim()]),
+      .map(([name, value]) => [name, value?.trim()])
+      .filter((entry): entry is [string, string] => entry[1] !== undefined && entry[1] !== ''),
   )
   // Numbers in decimal digits only: the schema's coercion would read 0x0BB9 or 1e3 as well.
   for (const name of INTEGER_VARIABLES) {

@@ -20,6 +20,7 @@
 import type { LightMyRequestResponse } from 'fastify'
 import t, { type Test } from 'tap'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { until } from '../support/polling.js'
 import type { AutofillStatus } from '../../src/autofill/autofill.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
 import { delayed, hanging, page, redirect, startPageServer, status, streamedPage } from './page-server.js'
@@ -611,7 +612,7 @@ t.test('update: what another update stores while the page is fetched is kept (au
     })
     const link = await bareLink('/update/race-start')
     const fetching = api.update(link.uniq, { url: server.url(path), ...extra })
-    while (fetches(path) === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+    await until(() => fetches(path) > 0, 'the page to be fetched', 15_000, 5)
     const manual = await api.update(link.uniq, { title: 'Manual title', description: 'Manual description' }, { autofill: false })
     t.equal(manual.statusCode, 200, `${name}: the other update`)
     release()

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from '../support/polling.js'
 import pg from 'pg'
 import t from 'tap'
 import { acquireDataDirLock } from '../../src/db/data-dir-lock.js'
@@ -118,7 +118,7 @@ t.test('a PostgreSQL that stops answering while the migrations run fails the sta
   proxy.holdRepliesTo('pg_advisory_lock')
   const began = Date.now()
   const opening = openDatabase({ databaseUrl: proxied, dataDir: 'unused' })
-  while (proxy.held === 0 && Date.now() - began < 5000) await sleep(20)
+  await waitFor(() => proxy.held > 0, 5000)
   proxy.holdReplies()
   await t.rejects(opening, /^PostgreSQL stopped answering while the migrations ran/)
   const took = Date.now() - began

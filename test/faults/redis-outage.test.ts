@@ -19,7 +19,7 @@ import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, json, openTestDatabase } from '../support/test-app.js'
 import { quotaHeaders, quotaWorkspace, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { visit } from '../redirects/visit-support.js'
-import { waitFor } from '../support/polling.js'
+import { until, waitFor } from '../support/polling.js'
 
 /** An answer slower than this hung (a request waits at most 250 ms for Redis; the machine is shared). */
 const HANG_BOUND_MS = 2000
@@ -217,7 +217,7 @@ t.test('a refund whose answer is lost with its connection is sent again, harmles
   proxy.holdRepliesTo("redis.call('ZREM', KEYS[1], unpack(ARGV, i,")
   const failing = api.update(999_999, { title: 'x' }) // a 404: its slot is given back as it is answered
   // Cut before the request's 250 ms deadline: the refund fails for its lost connection, not for a late answer.
-  while (proxy.held === 0) await new Promise((resolve) => setTimeout(resolve, 5))
+  await until(() => proxy.held > 0, 'the refund to be held', 15_000, 5)
   await new Promise((resolve) => setTimeout(resolve, 80))
   proxy.restore()
   proxy.cut()

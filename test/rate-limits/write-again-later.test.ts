@@ -4,6 +4,7 @@
  * is not ready, since Redis frozen for longer still runs on waking what it had been sent before.
  */
 import { setTimeout as sleep } from 'node:timers/promises'
+import { waitFor } from '../support/polling.js'
 import t from 'tap'
 import { writeAgainLater } from '../../src/redis/redis-client.js'
 
@@ -33,7 +34,7 @@ t.test('with `ready`, the window starts once Redis is ready again: the write get
   await sleep(300)
   t.equal(redis.state.gaveUp, 0, 'still trying after three times its window')
   redis.state.ready = true
-  for (let waited = 0; waited < 2000 && redis.state.written === 0; waited += 10) await sleep(10)
+  await waitFor(() => redis.state.written > 0, 2000, 10)
   t.same([redis.state.written, redis.state.gaveUp], [1, 0], 'written once Redis is ready')
   const tries = redis.state.writes
   await sleep(100)

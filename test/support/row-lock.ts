@@ -5,6 +5,7 @@
  */
 import type { Database } from '../../src/db/database.js'
 import type { Prisma } from '../../src/generated/prisma/client.js'
+import { within } from './polling.js'
 
 type PrismaClient = Database['prisma']
 
@@ -41,12 +42,11 @@ export async function holdRowLock(
 
 /** Resolves once at least `count` statements on the database wait for a lock (within `timeoutMs`, else throws). */
 export async function waitForLockWaiters(prisma: PrismaClient, count: number, timeoutMs = 10_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const [{ waiting }] = await prisma.$queryRaw<{ waiting: number }[]>`
+  let waiting = 0
+  const waited = await within(timeoutMs, async () => {
+    ;[{ waiting }] = await prisma.$queryRaw<{ waiting: number }[]>`
       SELECT count(*)::int AS "waiting" FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`
-    if (waiting >= count) return
-    if (Date.now() > deadline) throw new Error(`${waiting} of ${count} statements wait for a lock after ${timeoutMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 20))
-  }
+    return waiting >= count
+  }, 20)
+  if (waited === null) throw new Error(`${waiting} of ${count} statements wait for a lock after ${timeoutMs} ms`)
 }
