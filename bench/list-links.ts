@@ -86,8 +86,9 @@ try {
     ['q=page/9999 (rare match: scans)', () => '/v1/links?limit=100&q=page/9999'],
     [`the other workspace (${OTHER_LINKS} links), first page`, () => '/v1/links?limit=100', otherToken],
     // The worst shape for the list: the next links of the other workspace lie under all 100,000 of the big one's.
-    // PostgreSQL, assuming a workspace's links spread evenly, walks the primary key through them rather than
-    // take the (workspaceId, uniq DESC) index: shown here rather than hidden.
+    // PostgreSQL, assuming a workspace's links spread evenly, would walk the primary key through them rather than
+    // take the (workspaceId, uniq DESC) index; the unfiltered page takes its uniqs from that index alone
+    // (findWorkspacePage). A filtered page of that shape still may: shown here rather than hidden.
     [`the other workspace, past the big one's links`, () => `/v1/links?limit=100&cursor=${cursorAt(range[0].high + 1)}`, otherToken],
   ]
 

@@ -339,6 +339,32 @@ t.test('paging while links are created concurrently: no duplicates, no gaps', as
   t.ok(created >= 15, 'links were created during the paging')
 })
 
+t.test('GET /v1/links: the same pages every time, once PostgreSQL plans the statement for any workspace', async (t) => {
+  // After five runs on one connection PostgreSQL may keep one plan for every workspace and page size: the pages
+  // of a workspace whose links lie between another's must come out the same, records and all, every time.
+  const a = await workspace()
+  const b = await workspace()
+  const mine: Json[] = []
+  for (let i = 1; i <= 12; i++) {
+    const pixels = i % 3 === 0 ? [{ platform: 'ga', value: `G-${i}` }] : undefined
+    mine.push(await a.api.link({ url: `https://example.com/${i}`, id: `a${i}`, pixels }))
+    await b.api.link({ url: `https://example.com/${i}`, id: `b${i}` })
+  }
+  const newestFirst = mine.reverse()
+  for (let run = 1; run <= 8; run++) {
+    const pages: Json[][] = []
+    let cursor: string | null = null
+    do {
+      const response = await a.api.get(`/v1/links?limit=5${cursor ? `&cursor=${cursor}` : ''}`)
+      t.equal(response.statusCode, 200)
+      pages.push(response.json().links)
+      cursor = response.json().nextCursor
+    } while (cursor)
+    t.same(pages, [newestFirst.slice(0, 5), newestFirst.slice(5, 10), newestFirst.slice(10)], `run ${run}: whole records, in order`)
+    t.same(ids(await b.api.get('/v1/links?limit=3')), ['b12', 'b11', 'b10'], `run ${run}: the other workspace's first page`)
+  }
+})
+
 t.test('isolation: another workspace cannot see, list or delete the links', async (t) => {
   const a = await workspace()
   const b = await workspace()
