@@ -87,7 +87,7 @@ export function boundArrays(schema: unknown): unknown {
 }
 
 /** What an integer parameter may look like: AJV's coercion also takes "0x10", "1e1", " 12", "+5" and "12.0". */
-const DECIMAL_INTEGER = /^-?(0|[1-9][0-9]*)$/
+const DECIMAL_INTEGER = /^(0|-?[1-9][0-9]*)$/
 
 /**
  * A parameter validator that refuses integers not written in plain decimal before AJV coerces them; the

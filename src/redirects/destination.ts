@@ -59,22 +59,32 @@ export function destinationReason(rules: DestinationRules, country: string | nul
 }
 
 /**
- * A URL as it may go into a Location header: stored URLs can hold characters a header cannot (non-ASCII);
- * those are written the way a browser would send them (WHATWG serialisation: punycode host, UTF-8
- * percent-encoding). An ASCII URL is kept exactly as stored.
+ * A URL as it may go into a Location header, a URI reference (RFC 9110, 10.2.2): stored URLs can hold characters
+ * a header cannot (non-ASCII) and ASCII ones a URI cannot (`"<>\\^`{|}`, which the API takes as browsers do). Such
+ * a URL is written the way a browser would send it (WHATWG serialisation: punycode host, UTF-8 percent-encoding),
+ * and what that leaves of those characters is percent-encoded too, as the pages' links are. A URL of URI
+ * characters only is kept exactly as stored.
  */
 export function headerSafeUrl(url: string): string {
-  if (/^[\x21-\x7e]*$/.test(url)) return url
+  if (URI_CHARACTERS.test(url)) return url
+  let serialised: string
   try {
-    return new URL(url).href
+    serialised = new URL(url).href
   } catch {
-    return encodeBytes(url)
+    serialised = url
   }
+  const hashAt = serialised.indexOf('#')
+  return hashAt === -1 ? encodeBytes(serialised) : `${encodeBytes(serialised.slice(0, hashAt))}#${encodeBytes(serialised.slice(hashAt + 1))}`
 }
+
+/** RFC 3986's characters: unreserved, reserved and `%` (of the escapes, kept as they are). */
+const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]*$/
+/** What encodeBytes escapes: anything but those, and `#` too (it would start a fragment). */
+const NOT_URI_CHARACTER = /[^A-Za-z0-9\-._~:/?[\]@!$&'()*+,;=%]/g
 
 /** Request targets are read as latin1 by Node: each character is one byte, percent-encoded as such. */
 function encodeBytes(text: string): string {
-  return text.replace(/[^\x21-\x22\x24-\x7e]/g, (character) => {
+  return text.replace(NOT_URI_CHARACTER, (character) => {
     const code = character.charCodeAt(0)
     return code < 256 ? `%${code.toString(16).toUpperCase().padStart(2, '0')}` : encodeURIComponent(character)
   })

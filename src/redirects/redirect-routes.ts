@@ -183,8 +183,10 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     }
     const password = (request.body as Record<string, unknown> | undefined)?.password
     if (typeof password !== 'string' || password === '') {
+      // The form sends the field once; given twice (the parser then makes a list) it is neither checked nor counted.
+      const message = Array.isArray(password) ? 'Send the password once.' : 'Enter the password.'
       counters.password++
-      return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message: 'Enter the password.' } })
+      return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message } })
     }
     const decision = await throttle.take(view.uniq, request.ip, now)
     if (!decision.allowed) {

@@ -170,6 +170,7 @@ t.test('each bad parameter is a 400 problem naming it', async (t) => {
     ['size=1e2', '/size'],
     ['size=big', '/size'],
     ['margin=-1', '/margin'],
+    ['margin=-0', '/margin'],
     ['margin=17', '/margin'],
     ['margin=2.5', '/margin'],
     ['level=X', '/level'],

@@ -107,6 +107,8 @@ t.test('the visit\'s query string is appended; a parameter the destination sets 
     ['https://e.com/', 'q=%E2%82%AC&bad=%zz', 'https://e.com/?q=%E2%82%AC&bad=%zz'],
     ['https://e.com/', 'x=a#b', 'https://e.com/?x=a%23b'],
     ['https://e.com/', 'x=\u00e9', 'https://e.com/?x=%E9'],
+    // What a URI cannot hold is escaped (a browser escapes the first three itself); reserved characters and escapes stay.
+    ['https://e.com/', 'x="<>&y={}|^`\\&z=[]:/?@!$\'()*+,;=%41', 'https://e.com/?x=%22%3C%3E&y=%7B%7D%7C%5E%60%5C&z=[]:/?@!$\'()*+,;=%41'],
   ]
   for (const [destination, query, expected] of cases) t.equal(appendVisitQuery(destination, query), expected, `${destination} + ${query}`)
 })
@@ -114,6 +116,11 @@ t.test('the visit\'s query string is appended; a parameter the destination sets 
 t.test('a destination with characters a header cannot hold is sent as a browser would request it', async (t) => {
   t.equal(headerSafeUrl('https://example.com/ascii?x=1'), 'https://example.com/ascii?x=1')
   t.equal(headerSafeUrl('https://bücher.example/straße?q=ü'), 'https://xn--bcher-kva.example/stra%C3%9Fe?q=%C3%BC')
+  // ASCII characters a URI cannot hold (the API takes them, as browsers do): escaped as the pages escape them.
+  t.equal(headerSafeUrl('https://example.com/a"<>`{}|^b?x="<>{}|^#f{"}'), 'https://example.com/a%22%3C%3E%60%7B%7D%7C%5Eb?x=%22%3C%3E%7B%7D%7C%5E#f%7B%22%7D')
+  t.equal(headerSafeUrl('https://example.com/a%20b?q=[1]&r=$@!*'), 'https://example.com/a%20b?q=[1]&r=$@!*', 'escapes and reserved characters as stored')
+  await link({ id: 'odd-ascii', url: 'https://example.com/a"b|c' })
+  t.equal((await visit(app, '/odd-ascii?x=<y>')).headers.location, 'https://example.com/a%22b%7Cc?x=%3Cy%3E')
   const created = await link({ id: 'unicode', url: 'https://bücher.example/straße' })
   t.ok(created.uniq)
   const response = await visit(app, '/unicode?q=1')

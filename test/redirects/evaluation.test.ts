@@ -71,6 +71,7 @@ t.test('3. password: the form, which comes after expiration and before crawlers'
     t.match(pageHeaders(response), { status: 200, ...PAGE })
     t.match(response.body, /<form method="post"/)
     t.match(response.body, /name="password"/)
+    t.match(response.body, /maxlength="256"/, 'the field takes the longest password the API does (128 emoji), no more')
     t.notMatch(response.body, /og:title/, 'the crawler gets the form, not the preview')
   }
   await link({ id: 'secret-expired', passwordProtect: { enable: true, password: 'open sesame' }, ...expiration(T) })
