@@ -16,11 +16,22 @@ function* chain(error: unknown): Generator<ErrorLike> {
   for (let depth = 0; current && depth < 5; depth++, current = current.cause as ErrorLike | undefined) yield current
 }
 
+/**
+ * SQLSTATEs of a server that ended the session or cannot take one: an administrator's or a failover's
+ * pg_terminate_backend or shutdown (57P01), a crash of another backend (57P02), a server starting or stopping
+ * (57P03), no connection slot left (53300), and the connection exceptions (class 08).
+ */
+const ENDED_SESSION_STATES = new Set(['57P01', '57P02'])
+const UNAVAILABLE_STATES = new Set([...ENDED_SESSION_STATES, '57P03', '53300'])
+/** The SQLSTATE of a driver's error (its code) or of Prisma's (passed on from the driver adapter). */
+const sqlStates = (current: ErrorLike) => [current.code, sqlState(current)].filter((code): code is string => typeof code === 'string')
+
 /** True for errors that mean "the database cannot be reached" rather than "this query is wrong". */
 export function isDatabaseUnavailable(error: unknown): boolean {
   for (const current of chain(error)) {
     if (current.name === 'PrismaClientInitializationError') return true
     if (typeof current.code === 'string' && UNAVAILABLE_PRISMA_CODES.has(current.code)) return true
+    if (sqlStates(current).some((code) => UNAVAILABLE_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true
     if (typeof current.message === 'string' && UNAVAILABLE_MESSAGE.test(current.message)) return true
   }
   return false
@@ -33,7 +44,10 @@ export function isDatabaseUnavailable(error: unknown): boolean {
 const LOST_IN_USE = /Connection terminated|ECONNRESET|EPIPE|Query read timeout/i
 
 export function isConnectionLost(error: unknown): boolean {
-  for (const current of chain(error)) if (typeof current.message === 'string' && LOST_IN_USE.test(current.message)) return true
+  for (const current of chain(error)) {
+    if (typeof current.message === 'string' && LOST_IN_USE.test(current.message)) return true
+    if (sqlStates(current).some((code) => ENDED_SESSION_STATES.has(code))) return true
+  }
   return false
 }
 

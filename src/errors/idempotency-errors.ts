@@ -48,3 +48,17 @@ export const bulkOutcomeUnknown = (keyed: boolean) =>
     undefined,
     retryShortly,
   )
+
+/**
+ * A single create with an Idempotency-Key whose write's outcome is unknown (writeOutcomeUnknown for one without):
+ * its retry with the key is the safe way to learn it.
+ */
+export const keyedCreateOutcomeUnknown = () =>
+  new AppError(
+    503,
+    'unavailable',
+    'The connection to the database broke while the link was being stored, and the service could not learn whether ' +
+      'it was: send the request again with the same Idempotency-Key, which answers the link if it was stored and creates it otherwise',
+    undefined,
+    retryShortly,
+  )

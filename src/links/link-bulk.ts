@@ -26,7 +26,7 @@ import { LinkInput } from '../../schemas/link.js'
 import type { ProblemBody } from '../../schemas/problem.js'
 import type { BulkCreateRequest } from '../../schemas/link-bulk.js'
 import { AppError, slugTaken, validationFailed } from '../errors/app-error.js'
-import { isDatabaseUnavailable, OutcomeUnknownError } from '../db/errors.js'
+import { OutcomeUnknownError } from '../db/errors.js'
 import type { Caller } from '../plugins/auth.js'
 import { clientDataProblems } from '../plugins/client-data.js'
 import { compileBodyValidator, fieldErrors } from '../plugins/validation.js'
@@ -156,6 +156,9 @@ export async function createLinks(
   for (const item of valid.slice(reservation.granted)) fail(item.index, reservation.refused)
 
   let created = 0
+  /** Links sent to the database and not answered yet: should the connection break, they may be stored. */
+  let sending = 0
+  let outcomeUnknown = false
   try {
     // Two at a time: libuv's other threads stay free for the visitors' password checks (hashNewPassword).
     await inGroupsOf(PASSWORD_HASH_CONCURRENCY, admitted, (item) => hashNewPassword(item.settings, item.link))
@@ -174,15 +177,19 @@ export async function createLinks(
     if (admitted.length > 0) await inPlace(async () => {
       const store = async (item: Prepared) => {
         try {
+          sending = 1
           results[item.index] = { status: 201, link: await insertWithSlug(context, caller, item.domain, item.link.id, item.settings, keyOf(item)) }
           created++
+          sending = 0
         } catch (error) {
           fail(item.index, error)
+          sending = 0
         }
       }
       const plain = admitted.filter((item) => isPlainLink(item.settings))
       let stored: (StoredLink | null)[] | undefined
       try {
+        sending = plain.length
         stored = await insertPlainLinks(
           context.database,
           plain.map((item) => ({
@@ -193,6 +200,7 @@ export async function createLinks(
         // A folder deleted meanwhile fails the whole statement: one by one, only its links get the 400.
         if (!folderGone(error)) throw error
       }
+      sending = 0
       for (const [position, item] of plain.entries()) {
         const link = stored?.[position]
         if (link) {
@@ -208,10 +216,13 @@ export async function createLinks(
       for (const item of admitted.filter((item) => !isPlainLink(item.settings))) await store(item)
     })
   } catch (error) {
-    // The batch fails whole (a 503), but links stored before it failed stay: a retry must not take it for undone.
-    throw created > 0 && isDatabaseUnavailable(error) && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error
+    // The batch fails whole (a 503), but links stored before it failed stay: a retry must not take it for undone,
+    // whatever the failure was (a 500 would say nothing of them).
+    outcomeUnknown = error instanceof OutcomeUnknownError || (created > 0 && !(error instanceof AppError))
+    throw outcomeUnknown && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error
   } finally {
-    await reservation.settle(created)
+    // Links that may be stored keep their slots: a retry with the key answers them without taking any.
+    await reservation.settle(created + (outcomeUnknown ? sending : 0))
   }
   const createdLinks = results.flatMap((result) => (result.status === 201 && 'link' in result ? [result.link] : []))
   if (createdLinks.length > 0) context.onChange?.(createdLinks)

@@ -3,7 +3,7 @@ import { Prisma } from '../generated/prisma/client.js'
 import { changesGroups, GROUPED_LINK_COLUMNS, IN_NO_GROUP_SQL, lockRollup, moveGroupHistory, type GroupedLink } from '../analytics/group-history.js'
 import { clicksSql } from '../analytics/stats-clicks.js'
 import { randomUUID } from 'node:crypto'
-import type { Database, PrismaClient, SqlQuery } from '../db/database.js'
+import type { Database, Prepared, PrismaClient, SqlQuery } from '../db/database.js'
 import { isConnectionLost, isDatabaseUnavailable, isUniqueViolation, OutcomeUnknownError } from '../db/errors.js'
 import { KeyedQueue } from '../db/keyed-queue.js'
 import { inSqlTransaction, TRANSACTION_OPTIONS } from '../db/transaction.js'
@@ -154,7 +154,7 @@ async function insertPlainLink(database: Database, link: NewLink): Promise<Store
        SELECT * FROM inserted`
     : insertLink
   const insert = async () => {
-    const [row] = await database.write<LinkRow>(sql, params, 'prepared')
+    const [row] = link.idempotency ? await writeWithKeys<LinkRow>(database, sql, params, 'prepared') : await database.write<LinkRow>(sql, params, 'prepared')
     return toStoredLink(row)
   }
   try {
@@ -213,6 +213,27 @@ async function settleLostInsert(
   throw lost
 }
 
+/**
+ * A statement that stores links with their Idempotency-Key rows, in a transaction of its own. As a statement
+ * alone it would commit when it ends, whether or not its client is still there: one that lost its connection
+ * while waiting (for the lock of a slug another create holds) could commit after its request was answered
+ * "outcome unknown", and after that request's retry with the key had found no link of the key and stored the
+ * links again (review bulk). In a transaction PostgreSQL rolls it back once it finds its client gone; only a
+ * COMMIT whose answer was lost leaves the outcome unknown, and that is decided at once.
+ */
+async function writeWithKeys<Row>(database: Database, sql: string, params: unknown[], prepared?: Prepared): Promise<Row[]> {
+  let committing = false
+  try {
+    return await database.transaction(async (query) => {
+      const rows = await query<Row>(sql, params, prepared)
+      committing = true
+      return rows
+    })
+  } catch (error) {
+    throw committing && isDatabaseUnavailable(error) && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error
+  }
+}
+
 /** Whether a link can be stored by insertPlainLinks: no pixels and no scripts to lock first. */
 export const isPlainLink = (settings: LinkSettings) => settings.pixels.length === 0 && !settings.linkScripts?.length
 
@@ -246,10 +267,9 @@ export async function insertPlainLinks(
   const keyed = links.filter((link) => link.idempotency)
   // A lost answer is OutcomeUnknownError: the links may be stored. With an Idempotency-Key, each link's key row
   // goes in the same statement (both stored, or neither), so that the key's retry finds what was (findIdempotentCreates).
-  const rows = await database.write<LinkRow>(
-    keyed.length === 0 ? insert : `WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`,
-    params,
-  )
+  const rows = keyed.length === 0
+    ? await database.write<LinkRow>(insert, params)
+    : await writeWithKeys<LinkRow>(database, `WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`, params)
   const byKey = new Map(rows.map((row) => [`${row.domain}\u0000${row.slugKey}`, row]))
   return links.map((link) => {
     const key = `${link.domain}\u0000${slugKey(link.slug)}`

@@ -21,7 +21,7 @@ import { bulkSlots, type BulkSlotOptions } from './bulk-slots.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 import { findIdempotentCreates } from './link-repository.js'
 import { OutcomeUnknownError } from '../db/errors.js'
-import { bulkOutcomeUnknown, idempotencyKeyReused } from '../errors/idempotency-errors.js'
+import { bulkOutcomeUnknown, idempotencyKeyReused, keyedCreateOutcomeUnknown } from '../errors/idempotency-errors.js'
 import { REPLAYED_HEADER } from '../idempotency/replay.js'
 
 /** The most links of a bulk create, so the most `key<TAB>index` rows its Idempotency-Key can have. */
@@ -104,7 +104,12 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
         }
       }
       const idempotency = claim ? { key: claim.scope.key, fingerprint: claim.fingerprint, at: new Date(app.idempotency.now()) } : undefined
-      const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request), idempotency)
+      const { link, autofill } = await createLink(options.links, request.caller, request.body, admit(request), idempotency).catch((error: unknown) => {
+        if (!(error instanceof OutcomeUnknownError)) throw error
+        // The link may be stored: its slot stays taken (a retry with the key answers it without taking one).
+        app.quotas.keep(request)
+        throw claim ? keyedCreateOutcomeUnknown() : error
+      })
       reportAutofill(request, reply, link.url, autofill)
       return reply.code(201).header('location', `/v1/links/${link.uniq}`).send(toLinkRecord(link, 0))
     },

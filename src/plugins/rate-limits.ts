@@ -77,6 +77,11 @@ export interface Quotas {
    * stored): its reserved slot is given back when it is answered, as a failed request's is (contract section 8).
    */
   release(request: FastifyRequest): void
+  /**
+   * The request failed, but what it stored may be there (a 503 whose write's outcome is unknown): its slot stays
+   * taken, as a stored link's does. A retry with its Idempotency-Key answers that link and takes no slot.
+   */
+  keep(request: FastifyRequest): void
 }
 
 export interface QuotaCounts {
@@ -110,6 +115,8 @@ declare module 'fastify' {
     quotaState: QuotaState | null
     /** Set by quotas.release(): the request stored nothing after all, and its slot goes back as a failure's. */
     quotaReleased: boolean
+    /** Set by quotas.keep(): the request failed, but may have stored its link; its slot stays taken. */
+    quotaKept: boolean
   }
 }
 
@@ -134,6 +141,7 @@ export default fp(
         admit: async () => {},
         reserveMany: async (_request: FastifyRequest, _operation: QuotaOperation, count: number) => ({ granted: count, settle: async () => {} }),
         release: () => {},
+        keep: () => {},
       })
       return
     }
@@ -201,6 +209,7 @@ export default fp(
     app.decorateRequest('quotaPending', null)
     app.decorateRequest('quotaState', null)
     app.decorateRequest('quotaReleased', false)
+    app.decorateRequest('quotaKept', false)
 
     const subjectOf = (request: FastifyRequest): QuotaSubject => ({
       workspaceId: request.caller.workspaceId,
@@ -294,8 +303,8 @@ export default fp(
       if (!request.caller) return payload
       try {
         const state = request.quotaState ?? (request.quotaPending ? await request.quotaPending : undefined)
-        // Only a request that succeeded and stored something keeps its slot.
-        const consumed = reply.statusCode < 400 && !request.quotaReleased
+        // Only a request that stored something (or may have) keeps its slot.
+        const consumed = (reply.statusCode < 400 || request.quotaKept) && !request.quotaReleased
         if (state && 'storeFailed' in state && state.late) {
           // Let through unlimited (allow) and succeeded: the slot is its own. Refused (deny) or failed: not.
           giveBackLate(state.late, policy === 'allow' && consumed ? 1 : 0)
@@ -398,7 +407,10 @@ export default fp(
     const release = (request: FastifyRequest) => {
       request.quotaReleased = true
     }
-    app.decorate('quotas', { storeKind, counts, routeHooks, admit, reserveMany, release })
+    const keep = (request: FastifyRequest) => {
+      request.quotaKept = true
+    }
+    app.decorate('quotas', { storeKind, counts, routeHooks, admit, reserveMany, release, keep })
   },
   { name: 'rate-limits', dependencies: ['database', 'auth', 'redis'] },
 )

@@ -165,7 +165,7 @@ t.test('regression: a create whose INSERT was committed but whose answer was los
   t.same(log.errorLines(), [])
 })
 
-t.test('a keyed bulk create whose INSERT was committed but whose answer was lost: 503 that says to send it again with the key, which answers those links, stored once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+t.test('a keyed bulk create whose COMMIT went through but whose answer was lost: 503 that says to send it again with the key, which answers those links, stored once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
   const { direct, proxied, proxy, token } = await sharedApp()
   // An instance whose key store (the database, without REDIS_URL) runs on a clock of the test's.
   const clock = new FakeClock()
@@ -181,7 +181,8 @@ t.test('a keyed bulk create whose INSERT was committed but whose answer was lost
     })
   const stored = () =>
     direct.prisma.link.findMany({ where: { url: { startsWith: 'https://example.com/bulk-lost/' } }, orderBy: { uniq: 'asc' } })
-  insertSent(proxy)
+  // Links stored with their keys go in a transaction of their own (see the test below).
+  proxy.holdRepliesTo('COMMIT')
   const answer = send()
   t.ok(await waitFor(async () => (await stored()).length === 2), 'committed')
   proxy.refuse()
@@ -201,6 +202,89 @@ t.test('a keyed bulk create whose INSERT was committed but whose answer was lost
   t.equal(links.length, 2, 'stored once')
   t.same(json(retry).results.map((result: { link: { uniq: number } }) => result.link.uniq), links.map((link) => link.uniq), 'the retry answers them')
   t.same(log.errorLines(), [])
+})
+
+t.test('a keyed bulk create cut off while its statement runs stores nothing, even once the statement ends: its retry with the key stores each link once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  // Review bulk: a statement alone commits when it ends, client or not. One that waited for a slug's lock while its
+  // connection was cut committed after the request was answered 503 and after the key's retry had stored the links
+  // again: a generated slug twice. With the keys, the links go in a transaction, which PostgreSQL rolls back.
+  const { direct, proxied, proxy, token, url } = await sharedApp()
+  const { app } = await buildTestApp(t, { database: proxied })
+  const body = { links: [{ url: 'https://example.com/orphan/generated' }, { url: 'https://example.com/orphan/named', id: 'orphan-named' }], autofill: false }
+  const send = (instance: typeof app) => client(instance, token).send('POST', '/v1/links/bulk', body, { 'idempotency-key': 'orphan' })
+  const stored = () => direct.prisma.link.findMany({ where: { url: { startsWith: 'https://example.com/orphan/' } }, orderBy: { uniq: 'asc' } })
+  // Another transaction holds the slug: the bulk's INSERT waits for it.
+  const holder = new pg.Client({ connectionString: url })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  const { app: other } = await buildTestApp(t, { database: direct })
+  const probe = json(await client(other, token).create({ url: 'https://example.com/probe' }, { autofill: false }))
+  const { workspaceId } = await direct.prisma.link.findUniqueOrThrow({ where: { uniq: probe.uniq } })
+  await holder.query('BEGIN')
+  await holder.query(
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt") VALUES ($1, $2, 'orphan-named', 'orphan-named', 'https://example.com/held', now())`,
+    [workspaceId, probe.domain],
+  )
+  const answer = send(app)
+  await waitForLockWaiters(direct.prisma, 1)
+  proxy.cut()
+  const first = await answer
+  t.equal(first.statusCode, 503, 'the connection was cut')
+  // The retry (through the database directly: the proxied app's pool is still finding its feet) waits for the
+  // slug too, beside the first attempt's statement, whose client is gone.
+  const retry = send(other)
+  await waitForLockWaiters(direct.prisma, 2)
+  await holder.query('ROLLBACK')
+  const answered = await retry
+  t.equal(answered.statusCode, 200, answered.body)
+  t.same(json(answered).results.map((result: { status: number }) => result.status), [201, 201])
+  await sleep(500)
+  const links = await stored()
+  t.same(links.map((link) => link.url), ['https://example.com/orphan/generated', 'https://example.com/orphan/named'], 'each link once: the first attempt stored nothing')
+  t.same(json(answered).results.map((result: { link: { uniq: number } }) => result.link.uniq), links.map((link) => link.uniq), 'the retry answers them')
+  proxy.restore()
+})
+
+t.test('links whose outcome is unknown keep their places in the quota: the limit is not exceeded by them', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { app, direct, proxy } = await sharedApp()
+  const token = await createWorkspaceToken(direct.prisma, { workspace: 'kept', defaultDomain: 'go.kept.test' })
+  await setLimits(direct.prisma, { workspace: 'kept', hour: 3 })
+  await app.ready()
+  const links = [1, 2, 3].map((n) => ({ url: `https://example.com/kept/${n}` }))
+  proxy.holdRepliesTo('COMMIT')
+  const answer = client(app, token).send('POST', '/v1/links/bulk', { links, autofill: false }, { 'idempotency-key': 'kept' })
+  t.ok(await waitFor(async () => (await direct.prisma.link.count({ where: { url: { startsWith: 'https://example.com/kept/' } } })) === 3), 'committed')
+  proxy.refuse()
+  await sleep(300)
+  proxy.restore()
+  t.equal((await answer).statusCode, 503)
+  const next = await client(app, token).create({ url: 'https://example.com/kept/4' }, { autofill: false })
+  t.equal(next.statusCode, 429, 'the three links that may be stored (they are) hold the hour\'s three places')
+})
+
+t.test('a write whose server process is terminated (pg_terminate_backend: a failover, a restart) is a 503 with Retry-After, never a 500', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { direct, token, url } = await sharedApp()
+  const { app } = await buildTestApp(t, { database: direct })
+  const holder = new pg.Client({ connectionString: url })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  const probe = json(await client(app, token).create({ url: 'https://example.com/terminated-probe' }, { autofill: false }))
+  await holder.query('BEGIN')
+  await holder.query(
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
+     SELECT "workspaceId", "domain", 'terminated', 'terminated', 'https://example.com/held', now() FROM "Link" WHERE "uniq" = $1`,
+    [probe.uniq],
+  )
+  // A bulk whose statement waits for the slug's lock; its server process is ended meanwhile (57P01).
+  const answer = client(app, token).send('POST', '/v1/links/bulk', { links: [{ url: 'https://example.com/terminated', id: 'terminated' }], autofill: false })
+  await waitForLockWaiters(direct.prisma, 1)
+  await holder.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+  const response = await answer
+  t.equal(response.statusCode, 503, response.body)
+  t.equal(response.headers['retry-after'], '2')
+  t.match(json(response), { code: 'unavailable' })
+  await holder.query('ROLLBACK')
+  t.equal(await direct.prisma.link.count({ where: { url: 'https://example.com/terminated' } }), 0, 'not stored')
 })
 
 t.test('a bulk create without a key whose INSERT was committed but whose answer was lost: 503 that says the links may be stored, not to try again', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
@@ -253,7 +337,9 @@ t.test('a create or bulk create of links with pixels whose COMMIT was answered b
 
   const keyedBody = batch('https://example.com/commit-keyd')
   const keyed = () => client(app, token).send('POST', '/v1/links/bulk', keyedBody, { 'idempotency-key': 'commit-lost' })
-  const first = await commitAnswerLost(keyed, 'https://example.com/commit-keyd', 2)
+  // With a key the plain link's statement has a transaction too: its COMMIT's answer is the one lost, and the link
+  // with pixels is never sent.
+  const first = await commitAnswerLost(keyed, 'https://example.com/commit-keyd', 1)
   t.equal(first.statusCode, 503)
   t.match(json(first), { code: 'unavailable', detail: /same Idempotency-Key/ })
   // The key store is the database here, which was away as the request failed: the key holds until its lease
