@@ -322,7 +322,17 @@ t.test('a create or bulk create of links with pixels whose COMMIT was answered b
     'https://example.com/commit-single', 1,
   )
   t.equal(single.statusCode, 503)
-  t.match(json(single), { code: 'unavailable', detail: /could not learn whether it was/ })
+  t.match(json(single), { code: 'unavailable', detail: /could not learn whether it was: look it up/ })
+  const keyedSingleBody = { link: { url: 'https://example.com/commit-single-keyed', ...pixel('single-keyed') }, autofill: false }
+  const keyedSingle = () => client(app, token).send('POST', '/v1/links/create', keyedSingleBody, { 'idempotency-key': 'single-lost' })
+  const firstSingle = await commitAnswerLost(keyedSingle, 'https://example.com/commit-single-keyed', 1)
+  t.equal(firstSingle.statusCode, 503)
+  t.match(json(firstSingle), { code: 'unavailable', detail: /could not learn whether it was: send the request again with the same Idempotency-Key/ })
+  await direct.sql(`DELETE FROM "IdempotencyKey" WHERE "key" = 'single-lost'`)
+  const retriedSingle = await keyedSingle()
+  t.equal(retriedSingle.statusCode, 201, 'the retry answers the link')
+  t.equal(json(retriedSingle).uniq, (await stored('https://example.com/commit-single-keyed'))[0].uniq)
+  t.equal((await stored('https://example.com/commit-single-keyed')).length, 1, 'stored once')
 
   const batch = (prefix: string) => ({
     links: [{ url: `${prefix}/plain` }, { url: `${prefix}/pixel`, ...pixel(prefix.slice(-5)) }],
