@@ -2,6 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import { Type } from '@sinclair/typebox'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../errors/app-error.js'
 import { ALWAYS_ANSWERED, type OverloadReason } from '../plugins/overload.js'
+import { quietChildLogger } from '../plugins/quiet-logger.js'
 
 const Status = Type.Object({ status: Type.String() })
 
@@ -26,6 +27,8 @@ const common = { tags: ['health'], security: [] }
 const probeRoute = { config: ALWAYS_ANSWERED, logLevel: 'warn' } as const
 
 export default async function healthRoutes(app: FastifyInstance) {
+  // In this plugin's scope only: the probes' request logger, made only should they log (a warning).
+  app.setChildLoggerFactory(quietChildLogger)
   app.get(
     '/healthz',
     {

@@ -18,7 +18,7 @@ import { evaluate, isExpired, NOT_FOUND, type Answer } from './evaluate.js'
 import type { RedirectView } from './redirect-view.js'
 import { sendAnswer, sendPage, sendRedirect, type AnswerExtras } from './respond.js'
 import { notFoundPage } from './pages/index.js'
-import { quietChildLogger } from './quiet-logger.js'
+import { quietChildLogger } from '../plugins/quiet-logger.js'
 import { codePointLength } from '../../schemas/formats.js'
 import type { Visit } from './visits.js'
 

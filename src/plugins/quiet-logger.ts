@@ -1,9 +1,9 @@
 /**
- * The request logger of the visitor routes. Fastify gives every request a child logger bound to its request
- * id, which pino builds at a cost that shows on a 302 answered in tens of microseconds; visits log nothing below
- * `warn`, so the child is made only when something is logged at `warn` or above (an error), with the same
- * bindings. Installed with setChildLoggerFactory in the visitor routes' scope only. A stricter LOG_LEVEL (`error`,
- * `fatal`, `silent`) still rules.
+ * The request logger of the visitor routes and the probes. Fastify gives every request a child logger bound to
+ * its request id, which pino builds at a cost that shows on a 302 or a probe answered in tens of microseconds;
+ * they log nothing below `warn`, so the child is made only when something is logged at `warn` or above (an
+ * error), with the same bindings. Installed with setChildLoggerFactory in those routes' scopes only. A stricter
+ * LOG_LEVEL (`error`, `fatal`, `silent`) still rules.
  */
 import type { FastifyBaseLogger } from 'fastify'
 

@@ -1,9 +1,9 @@
-/** The visitor routes' request logger: nothing below warn, and a stricter LOG_LEVEL still rules. */
+/** The request logger of the visitor routes and the probes: nothing below warn, and a stricter LOG_LEVEL still rules. */
 import pino from 'pino'
 import { Writable } from 'node:stream'
 import t from 'tap'
 import type { FastifyBaseLogger } from 'fastify'
-import { quietChildLogger } from '../../src/redirects/quiet-logger.js'
+import { quietChildLogger } from '../../src/plugins/quiet-logger.js'
 
 function loggerAt(level: string) {
   const lines: { level: number; msg: string }[] = []
