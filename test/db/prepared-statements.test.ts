@@ -6,7 +6,7 @@
  */
 import t from 'tap'
 import { MAX_PREPARED_TEXTS, preparedName } from '../../src/db/database.js'
-import { findLinkByUniq } from '../../src/links/link-repository.js'
+import { findLinkByUniq, findLinksPage } from '../../src/links/link-repository.js'
 import { loadRedirectViews } from '../../src/redirects/redirect-view.js'
 import { createWorkspaceToken, openTestDatabase } from '../support/test-app.js'
 
@@ -36,6 +36,19 @@ t.test('a link read by a prepared statement: each read answers its own link and 
   )
   t.equal(prepared.length, 1, 'the read is a prepared statement of the connection')
   t.ok(Number(prepared[0]?.generic_plans) > 0, 'and it ran on its generic plan')
+
+  // The list's unfiltered page and the visitors' read of a batch of keys: kept plans too, each answer its own.
+  const newestFirst = links.map((link) => link.uniq).reverse()
+  for (let run = 1; run <= 8; run++) {
+    const page = await findLinksPage(database, { workspaceId, beforeUniq: newestFirst[run - 1] }, 3)
+    t.same(page.map((link) => link.uniq), newestFirst.slice(run, run + 3), `page ${run}`)
+    const keys = [links[run].slug, 'nobody', links[run + 1].slug].map((slugKey) => ({ domain: 'go.prepared.test', slugKey }))
+    t.same([...(await loadRedirectViews(database, keys)).values()].map((view) => view.slug).sort(), [links[run].slug, links[run + 1].slug].sort(), `views ${run}`)
+  }
+  const kept = await database.sql<{ generic_plans: string }>(
+    `SELECT "generic_plans" FROM pg_prepared_statements WHERE "statement" LIKE '%ANY(ARRAY[$1::int])%'`,
+  )
+  t.ok(kept.length === 1 && Number(kept[0].generic_plans) > 0, 'the page ran on its kept plan')
 })
 
 t.test(
@@ -56,6 +69,8 @@ t.test(
         Array.from({ length: 6 }, async () => ({
           link: await findLinkByUniq(database, workspaceId, uniq),
           view: (await loadRedirectViews(database, [key])).get('go.stale.test/summer'),
+          views: await loadRedirectViews(database, [key, { domain: 'go.stale.test', slugKey: 'nobody' }, key]),
+          page: await findLinksPage(database, { workspaceId }, 21),
           inTransaction: await database.transaction((query) => query<{ url: string }>(`SELECT "url" FROM "Link" WHERE "uniq" = $1`, [uniq], 'prepared')),
         })),
       )
@@ -67,6 +82,8 @@ t.test(
     for (const read of reads) {
       t.equal(read.link?.url, 'https://example.com/summer', 'the API read answers')
       t.match(read.view, { uniq, slug: 'summer' }, "the visitors' read answers")
+      t.same([...read.views.keys()], ['go.stale.test/summer'], "and that of several keys")
+      t.same(read.page.map((link) => link.url), ['https://example.com/summer'], "the list's page answers")
       t.same(read.inTransaction, [{ url: 'https://example.com/summer' }], 'a statement in a transaction answers')
     }
     const stale = await database.sql<{ count: string }>(
