@@ -173,8 +173,12 @@ const POOL_SIZE = 10
  * jit_above_cost, which the stats over months of aggregates do, and compiling took 0.3 to 2 s on this service's
  * machines, for statements that run in tens of milliseconds without it (bench:stats). Nothing here runs long
  * enough for compiled expressions to pay back.
+ * An idle transaction ends after 15 s: one whose client vanished without a word (a network that drops packets)
+ * would otherwise hold its rows' locks, a slug and an Idempotency-Key's rows among them, until the kernel's
+ * keepalive noticed, two hours later (review today). The service's transactions never wait that long between
+ * their statements (TRANSACTION_OPTIONS: 5 s for the whole).
  */
-export const SESSION_OPTIONS = '-c jit=off -c TimeZone=UTC'
+export const SESSION_OPTIONS = '-c jit=off -c TimeZone=UTC -c idle_in_transaction_session_timeout=15s'
 
 /** The visitor reads' own connections: the redirect cache has at most 2 reads under way (redirect-view.ts). */
 const VISITOR_POOL_SIZE = 2

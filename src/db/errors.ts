@@ -19,10 +19,13 @@ function* chain(error: unknown): Generator<ErrorLike> {
 /**
  * SQLSTATEs of a server that ended the session or cannot take one: an administrator's or a failover's
  * pg_terminate_backend or shutdown (57P01), a crash of another backend (57P02), a server starting or stopping
- * (57P03), no connection slot left (53300), and the connection exceptions (class 08).
+ * (57P03), and the connection exceptions (class 08) but 08P01, a protocol violation: an ordinary error of a
+ * statement the client got wrong, on a connection that still works. No connection slot left (53300) is a busy
+ * database (isDatabaseBusy).
  */
 const ENDED_SESSION_STATES = new Set(['57P01', '57P02'])
-const UNAVAILABLE_STATES = new Set([...ENDED_SESSION_STATES, '57P03', '53300'])
+const UNAVAILABLE_STATES = new Set([...ENDED_SESSION_STATES, '57P03'])
+const isConnectionException = (code: string) => code.startsWith('08') && code.length === 5 && code !== '08P01'
 /** The SQLSTATE of a driver's error (its code) or of Prisma's (passed on from the driver adapter). */
 const sqlStates = (current: ErrorLike) => [current.code, sqlState(current)].filter((code): code is string => typeof code === 'string')
 
@@ -31,7 +34,7 @@ export function isDatabaseUnavailable(error: unknown): boolean {
   for (const current of chain(error)) {
     if (current.name === 'PrismaClientInitializationError') return true
     if (typeof current.code === 'string' && UNAVAILABLE_PRISMA_CODES.has(current.code)) return true
-    if (sqlStates(current).some((code) => UNAVAILABLE_STATES.has(code) || /^08[0-9A-Z]{3}$/.test(code))) return true
+    if (sqlStates(current).some((code) => UNAVAILABLE_STATES.has(code) || isConnectionException(code))) return true
     if (typeof current.message === 'string' && UNAVAILABLE_MESSAGE.test(current.message)) return true
   }
   return false

@@ -39,8 +39,8 @@ export const bulkOutcomeUnknown = (keyed: boolean) =>
   new AppError(
     503,
     'unavailable',
-    'The connection to the database broke while the links were being stored, and the service could not learn ' +
-      'which were: ' +
+    'The database failed while the links were being stored (its connection broke, or it refused a statement), and ' +
+      'the service could not learn which were: ' +
       (keyed
         ? 'send the request again with the same Idempotency-Key, which answers the links that were stored and creates the others'
         : 'look them up before creating them again (links with an id that were stored answer 409 slug_taken); ' +

@@ -158,7 +158,8 @@ export async function createLinks(
   let created = 0
   /** Links sent to the database and not answered yet: should the connection break, they may be stored. */
   let sending = 0
-  let outcomeUnknown = false
+  /** Whether the failure left the links being sent unknown (a connection lost), rather than refused. */
+  let lost = false
   try {
     // Two at a time: libuv's other threads stay free for the visitors' password checks (hashNewPassword).
     await inGroupsOf(PASSWORD_HASH_CONCURRENCY, admitted, (item) => hashNewPassword(item.settings, item.link))
@@ -218,11 +219,11 @@ export async function createLinks(
   } catch (error) {
     // The batch fails whole (a 503), but links stored before it failed stay: a retry must not take it for undone,
     // whatever the failure was (a 500 would say nothing of them).
-    outcomeUnknown = error instanceof OutcomeUnknownError || (created > 0 && !(error instanceof AppError))
-    throw outcomeUnknown && !(error instanceof OutcomeUnknownError) ? new OutcomeUnknownError(error) : error
+    lost = error instanceof OutcomeUnknownError
+    throw !lost && created > 0 && !(error instanceof AppError) ? new OutcomeUnknownError(error) : error
   } finally {
     // Links that may be stored keep their slots: a retry with the key answers them without taking any.
-    await reservation.settle(created + (outcomeUnknown ? sending : 0))
+    await reservation.settle(created + (lost ? sending : 0))
   }
   const createdLinks = results.flatMap((result) => (result.status === 201 && 'link' in result ? [result.link] : []))
   if (createdLinks.length > 0) context.onChange?.(createdLinks)

@@ -224,7 +224,9 @@ async function settleLostInsert(
 async function writeWithKeys<Row>(database: Database, sql: string, params: unknown[], prepared?: Prepared): Promise<Row[]> {
   let committing = false
   try {
-    return await database.transaction(async (query) => {
+    // Again after a deadlock or a serialization failure, as the service's other transactions.
+    return await inSqlTransaction(database, async (query) => {
+      committing = false
       const rows = await query<Row>(sql, params, prepared)
       committing = true
       return rows

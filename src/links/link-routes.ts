@@ -20,7 +20,7 @@ import { bulkItemKey, createLinks, type BulkIdempotency, type InPlace } from './
 import { bulkSlots, type BulkSlotOptions } from './bulk-slots.js'
 import { linkRecord, toLinkRecord } from './link-record.js'
 import { findIdempotentCreates } from './link-repository.js'
-import { OutcomeUnknownError } from '../db/errors.js'
+import { isDatabaseUnavailable, OutcomeUnknownError } from '../db/errors.js'
 import { bulkOutcomeUnknown, idempotencyKeyReused, keyedCreateOutcomeUnknown } from '../errors/idempotency-errors.js'
 import { REPLAYED_HEADER } from '../idempotency/replay.js'
 
@@ -176,7 +176,12 @@ export default async function linkRoutes(app: FastifyInstance, options: { links:
       const results = await createLinks(
         options.links, request.caller, request.body, (count) => app.quotas.reserveMany(request, 'create', count), idempotency, inPlace,
       ).catch((error: unknown) => {
-        throw error instanceof OutcomeUnknownError ? bulkOutcomeUnknown(idempotency !== undefined) : error
+        if (!(error instanceof OutcomeUnknownError)) throw error
+        // The answer says only that some links may be stored: what failed goes to the log, as an error unless the
+        // database was out of reach (a 503's warning).
+        if (isDatabaseUnavailable(error.cause)) request.log.warn({ err: error.cause }, 'bulk create: the database failed with links stored')
+        else request.log.error({ err: error.cause }, 'bulk create: failed with links stored')
+        throw bulkOutcomeUnknown(idempotency !== undefined)
       })
       return {
         results: results.map((result) => ('link' in result ? { status: 201, link: toLinkRecord(result.link, result.link.clicks ?? 0) } : result)),

@@ -74,17 +74,24 @@ export function headerSafeUrl(url: string): string {
     serialised = url
   }
   const hashAt = serialised.indexOf('#')
-  return hashAt === -1 ? encodeBytes(serialised) : `${encodeBytes(serialised.slice(0, hashAt))}#${encodeBytes(serialised.slice(hashAt + 1))}`
+  if (hashAt === -1) return encodeBytes(serialised)
+  return `${encodeBytes(serialised.slice(0, hashAt))}#${encodeBytes(serialised.slice(hashAt + 1), NOT_FRAGMENT_CHARACTER)}`
 }
 
 /** RFC 3986's characters: unreserved, reserved and `%` (of the escapes, kept as they are). */
 const URI_CHARACTERS = /^[A-Za-z0-9\-._~:/?#[\]@!$&'()*+,;=%]*$/
 /** What encodeBytes escapes: anything but those, and `#` too (it would start a fragment). */
 const NOT_URI_CHARACTER = /[^A-Za-z0-9\-._~:/?[\]@!$&'()*+,;=%]/g
+/**
+ * In a fragment, only what browsers escape there (WHATWG's fragment percent-encode set: controls, white space,
+ * `"<>` and a backquote, and non-ASCII): a page's script reads the fragment as the link holds it (a `#` or `{}`
+ * of a hash router's path included).
+ */
+const NOT_FRAGMENT_CHARACTER = /[^\x21\x23-\x3b\x3d\x3f-\x5f\x61-\x7e]/g
 
 /** Request targets are read as latin1 by Node: each character is one byte, percent-encoded as such. */
-function encodeBytes(text: string): string {
-  return text.replace(NOT_URI_CHARACTER, (character) => {
+function encodeBytes(text: string, escaped = NOT_URI_CHARACTER): string {
+  return text.replace(escaped, (character) => {
     const code = character.charCodeAt(0)
     return code < 256 ? `%${code.toString(16).toUpperCase().padStart(2, '0')}` : encodeURIComponent(character)
   })

@@ -55,12 +55,12 @@ interface ViewRow {
 }
 
 /**
- * What one statement (viewsSql) reads for the visits of several links, sent through the driver (Database.query),
+ * One statement for everything the visits of several links may need, sent through the driver (Database.query),
  * not Prisma: each link by the unique index on (domain, slugKey), its pixels and, when it uses them, its
  * scripts' content (they can be 64 KiB each). JSON columns and aggregates come back as text and are parsed here,
  * so both drivers give the same values; the expiry comes as epoch milliseconds (the column holds UTC, no zone).
  */
-const VIEW_COLUMNS = `
+const VIEWS_SQL = `
   SELECT l."uniq", l."workspaceId", l."domain", l."slug", l."slugKey", l."url", l."title", l."description", l."image",
     l."favicon", l."geolocations"::text AS "geolocations", l."linkRotator"::text AS "rotator",
     l."showGDPR", l."deepLinkingEnable", l."masking",
@@ -77,7 +77,8 @@ const VIEW_COLUMNS = `
       FROM jsonb_array_elements_text(l."linkScripts") WITH ORDINALITY AS e("id", "position")
       JOIN "Script" s ON s."id" = e."id"::int AND s."workspaceId" = l."workspaceId"
     ), '[]') ELSE '[]' END::text AS "scripts"
-`
+  FROM unnest($1::text[], $2::text[]) AS k("domain", "slugKey")
+  JOIN "Link" l ON l."domain" = k."domain" AND l."slugKey" = k."slugKey"`
 
 export interface ViewKey {
   domain: string
@@ -87,36 +88,9 @@ export interface ViewKey {
 /** The key of a link in the caches and batches: `<domain>/<slugKey>` (a host has no "/"). */
 export const cacheKey = (domain: string, slugKey: string) => `${domain}/${slugKey}`
 
-/**
- * The statement that reads `size` keys. They go in as ARRAY[$1, $3, …] and ARRAY[$2, $4, …], not as two array
- * parameters: PostgreSQL then knows how many rows the unnest gives and keeps one plan per connection. Given
- * arrays, its plan for any keys assumed 100 of them, looked far costlier than a plan made for the actual ones, and
- * it planned the statement again on every read (pgbench, a read of one key: 6,500 a second against 22,000).
- */
-function viewsSql(size: number): string {
-  let text = viewsSqlBySize.get(size)
-  if (text === undefined) {
-    const slots = Array.from({ length: size }, (_, i) => i * 2)
-    const domains = slots.map((slot) => `$${slot + 1}::text`).join(', ')
-    const slugKeys = slots.map((slot) => `$${slot + 2}::text`).join(', ')
-    text = `${VIEW_COLUMNS}
-  FROM unnest(ARRAY[${domains}], ARRAY[${slugKeys}]) AS k("domain", "slugKey")
-  JOIN "Link" l ON l."domain" = k."domain" AND l."slugKey" = k."slugKey"`
-    viewsSqlBySize.set(size, text)
-  }
-  return text
-}
-const viewsSqlBySize = new Map<number, string>()
-
 /** The views of the links that exist among `keys`, by `<domain>/<slugKey>` (see cacheKey). */
 export async function loadRedirectViews(database: Database, keys: ViewKey[]): Promise<Map<string, RedirectView>> {
-  // A batch is padded to a power of two with keys no link has (no domain is empty): seven statements for the
-  // batches of up to 64 keys (batchedViewReader), each planned once per connection.
-  const size = 2 ** Math.ceil(Math.log2(Math.max(keys.length, 1)))
-  const params: string[] = []
-  for (const key of keys) params.push(key.domain, key.slugKey)
-  while (params.length < size * 2) params.push('', '')
-  const rows = await database.query<ViewRow>(viewsSql(size), params, 'prepared')
+  const rows = await database.query<ViewRow>(VIEWS_SQL, [keys.map((key) => key.domain), keys.map((key) => key.slugKey)], 'prepared')
   return new Map(rows.map((row) => [cacheKey(row.domain, row.slugKey), toView(row)]))
 }
 

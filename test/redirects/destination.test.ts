@@ -117,7 +117,10 @@ t.test('a destination with characters a header cannot hold is sent as a browser 
   t.equal(headerSafeUrl('https://example.com/ascii?x=1'), 'https://example.com/ascii?x=1')
   t.equal(headerSafeUrl('https://bücher.example/straße?q=ü'), 'https://xn--bcher-kva.example/stra%C3%9Fe?q=%C3%BC')
   // ASCII characters a URI cannot hold (the API takes them, as browsers do): escaped as the pages escape them.
-  t.equal(headerSafeUrl('https://example.com/a"<>`{}|^b?x="<>{}|^#f{"}'), 'https://example.com/a%22%3C%3E%60%7B%7D%7C%5Eb?x=%22%3C%3E%7B%7D%7C%5E#f%7B%22%7D')
+  t.equal(headerSafeUrl('https://example.com/a"<>`{}|^b?x="<>{}|^#f{"}'), 'https://example.com/a%22%3C%3E%60%7B%7D%7C%5Eb?x=%22%3C%3E%7B%7D%7C%5E#f{%22}')
+  // A fragment keeps what browsers keep in one (a hash router reads it as the link holds it).
+  t.equal(headerSafeUrl('https://example.com/p|q#/a|b#c?{d}^'), 'https://example.com/p%7Cq#/a|b#c?{d}^')
+  t.equal(headerSafeUrl('https://example.com/p#a#b'), 'https://example.com/p#a#b')
   t.equal(headerSafeUrl('https://example.com/a%20b?q=[1]&r=$@!*'), 'https://example.com/a%20b?q=[1]&r=$@!*', 'escapes and reserved characters as stored')
   await link({ id: 'odd-ascii', url: 'https://example.com/a"b|c' })
   t.equal((await visit(app, '/odd-ascii?x=<y>')).headers.location, 'https://example.com/a%22b%7Cc?x=%3Cy%3E')
