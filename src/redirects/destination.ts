@@ -62,8 +62,8 @@ export function destinationReason(rules: DestinationRules, country: string | nul
  * A URL as it may go into a Location header, a URI reference (RFC 9110, 10.2.2): stored URLs can hold characters
  * a header cannot (non-ASCII) and ASCII ones a URI cannot (`"<>\\^`{|}`, which the API takes as browsers do). Such
  * a URL is written the way a browser would send it (WHATWG serialisation: punycode host, UTF-8 percent-encoding),
- * and what that leaves of those characters is percent-encoded too, as the pages' links are. A URL of URI
- * characters only is kept exactly as stored.
+ * and what that leaves of those characters is percent-encoded too, as the pages' links are, but in the fragment,
+ * which keeps what browsers keep there. A URL of URI characters only is kept exactly as stored.
  */
 export function headerSafeUrl(url: string): string {
   if (URI_CHARACTERS.test(url)) return url
