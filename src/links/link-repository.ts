@@ -154,7 +154,7 @@ async function insertPlainLink(database: Database, link: NewLink): Promise<Store
        SELECT * FROM inserted`
     : insertLink
   const insert = async () => {
-    const [row] = link.idempotency ? await writeWithKeys<LinkRow>(database, sql, params, 'prepared') : await database.write<LinkRow>(sql, params, 'prepared')
+    const [row] = link.idempotency ? await writeInTransaction<LinkRow>(database, sql, params, 'prepared') : await database.write<LinkRow>(sql, params, 'prepared')
     return toStoredLink(row)
   }
   try {
@@ -214,14 +214,15 @@ async function settleLostInsert(
 }
 
 /**
- * A statement that stores links with their Idempotency-Key rows, in a transaction of its own. As a statement
- * alone it would commit when it ends, whether or not its client is still there: one that lost its connection
- * while waiting (for the lock of a slug another create holds) could commit after its request was answered
- * "outcome unknown", and after that request's retry with the key had found no link of the key and stored the
- * links again (review bulk). In a transaction PostgreSQL rolls it back once it finds its client gone; only a
- * COMMIT whose answer was lost leaves the outcome unknown, and that is decided at once.
+ * A statement that stores links, in a transaction of its own: a batch's, and a create's with its Idempotency-Key
+ * rows. As a statement alone it would commit when it ends, whether or not its client is still there: one that
+ * lost its connection while waiting (for the lock of a slug another create holds) could commit after its request
+ * was answered "outcome unknown", and after that request's retry with the key had found no link of the key and
+ * stored the links again (review bulk). In a transaction PostgreSQL rolls it back once it finds its client gone;
+ * only a COMMIT whose answer was lost leaves the outcome unknown, and that is decided at once. A deadlock with
+ * another batch that shares slugs runs it again (review today: a few batches in a hundred had answered 503).
  */
-async function writeWithKeys<Row>(database: Database, sql: string, params: unknown[], prepared?: Prepared): Promise<Row[]> {
+async function writeInTransaction<Row>(database: Database, sql: string, params: unknown[], prepared?: Prepared): Promise<Row[]> {
   let committing = false
   try {
     // Again after a deadlock or a serialization failure, as the service's other transactions.
@@ -267,11 +268,13 @@ export async function insertPlainLinks(
   const insert = `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
      ON CONFLICT DO NOTHING RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`
   const keyed = links.filter((link) => link.idempotency)
-  // A lost answer is OutcomeUnknownError: the links may be stored. With an Idempotency-Key, each link's key row
-  // goes in the same statement (both stored, or neither), so that the key's retry finds what was (findIdempotentCreates).
-  const rows = keyed.length === 0
-    ? await database.write<LinkRow>(insert, params)
-    : await writeWithKeys<LinkRow>(database, `WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`, params)
+  // A lost COMMIT's answer is OutcomeUnknownError: the links may be stored. With an Idempotency-Key, each link's key
+  // row goes in the same statement (both stored, or neither), so that the key's retry finds what was (findIdempotentCreates).
+  const rows = await writeInTransaction<LinkRow>(
+    database,
+    keyed.length === 0 ? insert : `WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`,
+    params,
+  )
   const byKey = new Map(rows.map((row) => [`${row.domain}\u0000${row.slugKey}`, row]))
   return links.map((link) => {
     const key = `${link.domain}\u0000${slugKey(link.slug)}`

@@ -245,6 +245,31 @@ t.test('a keyed bulk create cut off while its statement runs stores nothing, eve
   proxy.restore()
 })
 
+t.test('a bulk create without a key cut off while its statement waits is answered 503 and stores nothing, even once the statement ends', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+  const { direct, proxied, proxy, token, url } = await sharedApp()
+  const { app } = await buildTestApp(t, { database: proxied })
+  const holder = new pg.Client({ connectionString: url })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  const probe = json(await client(app, token).create({ url: 'https://example.com/unkeyed-probe' }, { autofill: false }))
+  await holder.query('BEGIN')
+  await holder.query(
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
+     SELECT "workspaceId", "domain", 'unkeyed-held', 'unkeyed-held', 'https://example.com/held', now() FROM "Link" WHERE "uniq" = $1`,
+    [probe.uniq],
+  )
+  const body = { links: [{ url: 'https://example.com/unkeyed-cut/generated' }, { url: 'https://example.com/unkeyed-cut/named', id: 'unkeyed-held' }], autofill: false }
+  const answer = client(app, token).send('POST', '/v1/links/bulk', body)
+  await waitForLockWaiters(direct.prisma, 1)
+  proxy.cut()
+  const response = await answer
+  t.equal(response.statusCode, 503)
+  await holder.query('ROLLBACK')
+  await sleep(500)
+  t.equal(await direct.prisma.link.count({ where: { url: { startsWith: 'https://example.com/unkeyed-cut/' } } }), 0, 'nothing stored: the statement ended without its client, and was rolled back')
+  proxy.restore()
+})
+
 t.test('links whose outcome is unknown keep their places in the quota: the limit is not exceeded by them', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
   const { app, direct, proxy } = await sharedApp()
   const token = await createWorkspaceToken(direct.prisma, { workspace: 'kept', defaultDomain: 'go.kept.test' })
@@ -287,10 +312,11 @@ t.test('a write whose server process is terminated (pg_terminate_backend: a fail
   t.equal(await direct.prisma.link.count({ where: { url: 'https://example.com/terminated' } }), 0, 'not stored')
 })
 
-t.test('a bulk create without a key whose INSERT was committed but whose answer was lost: 503 that says the links may be stored, not to try again', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
+t.test('a bulk create without a key whose COMMIT went through but whose answer was lost: 503 that says the links may be stored, not to try again', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
   const { app, direct, proxy, token } = await sharedApp()
   const body = { links: [{ url: 'https://example.com/bulk-unkeyed/1' }], autofill: false }
-  insertSent(proxy)
+  // A batch's links go in a transaction of their own, keyed or not.
+  proxy.holdRepliesTo('COMMIT')
   const answer = client(app, token).send('POST', '/v1/links/bulk', body)
   t.ok(await waitFor(async () => (await direct.prisma.link.count({ where: { url: 'https://example.com/bulk-unkeyed/1' } })) === 1), 'committed')
   proxy.refuse()
@@ -338,9 +364,11 @@ t.test('a create or bulk create of links with pixels whose COMMIT was answered b
     links: [{ url: `${prefix}/plain` }, { url: `${prefix}/pixel`, ...pixel(prefix.slice(-5)) }],
     autofill: false,
   })
+  // The plain link's statement has a transaction too: its COMMIT's answer is the one lost, and the link with
+  // pixels is never sent.
   const unkeyed = await commitAnswerLost(
     () => client(app, token).send('POST', '/v1/links/bulk', batch('https://example.com/commit-bulk')),
-    'https://example.com/commit-bulk', 2,
+    'https://example.com/commit-bulk', 1,
   )
   t.equal(unkeyed.statusCode, 503)
   t.match(json(unkeyed), { code: 'unavailable', detail: /could not learn which were: look them up/ })
