@@ -148,6 +148,23 @@ const sharedApp = () => (shared ??= proxiedApp())
 
 const insertSent = (proxy: TcpProxy) => proxy.holdRepliesTo('INSERT INTO "Link"')
 
+/**
+ * Another transaction, on a connection of its own to the database at `url`, holding `slug` on the domain of the
+ * link `probeUniq` (uncommitted): an insert of that slug waits for it. Ended with the test.
+ */
+async function holdSlug(t: Test, url: string, probeUniq: number, slug: string): Promise<pg.Client> {
+  const holder = new pg.Client({ connectionString: url })
+  await holder.connect()
+  t.teardown(() => holder.end())
+  await holder.query('BEGIN')
+  await holder.query(
+    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
+     SELECT "workspaceId", "domain", $2, $2, 'https://example.com/held', now() FROM "Link" WHERE "uniq" = $1`,
+    [probeUniq, slug],
+  )
+  return holder
+}
+
 t.test('regression: a create whose INSERT was committed but whose answer was lost answers 201, stored once', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
   const { app, direct, proxy, token, log } = await sharedApp()
   insertSent(proxy)
@@ -214,17 +231,9 @@ t.test('a keyed bulk create cut off while its statement runs stores nothing, eve
   const send = (instance: typeof app) => client(instance, token).send('POST', '/v1/links/bulk', body, { 'idempotency-key': 'orphan' })
   const stored = () => direct.prisma.link.findMany({ where: { url: { startsWith: 'https://example.com/orphan/' } }, orderBy: { uniq: 'asc' } })
   // Another transaction holds the slug: the bulk's INSERT waits for it.
-  const holder = new pg.Client({ connectionString: url })
-  await holder.connect()
-  t.teardown(() => holder.end())
   const { app: other } = await buildTestApp(t, { database: direct })
   const probe = json(await client(other, token).create({ url: 'https://example.com/probe' }, { autofill: false }))
-  const { workspaceId } = await direct.prisma.link.findUniqueOrThrow({ where: { uniq: probe.uniq } })
-  await holder.query('BEGIN')
-  await holder.query(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt") VALUES ($1, $2, 'orphan-named', 'orphan-named', 'https://example.com/held', now())`,
-    [workspaceId, probe.domain],
-  )
+  const holder = await holdSlug(t, url, probe.uniq, 'orphan-named')
   const answer = send(app)
   await waitForLockWaiters(direct.prisma, 1)
   proxy.cut()
@@ -248,16 +257,8 @@ t.test('a keyed bulk create cut off while its statement runs stores nothing, eve
 t.test('a bulk create without a key cut off while its statement waits is answered 503 and stores nothing, even once the statement ends', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
   const { direct, proxied, proxy, token, url } = await sharedApp()
   const { app } = await buildTestApp(t, { database: proxied })
-  const holder = new pg.Client({ connectionString: url })
-  await holder.connect()
-  t.teardown(() => holder.end())
   const probe = json(await client(app, token).create({ url: 'https://example.com/unkeyed-probe' }, { autofill: false }))
-  await holder.query('BEGIN')
-  await holder.query(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
-     SELECT "workspaceId", "domain", 'unkeyed-held', 'unkeyed-held', 'https://example.com/held', now() FROM "Link" WHERE "uniq" = $1`,
-    [probe.uniq],
-  )
+  const holder = await holdSlug(t, url, probe.uniq, 'unkeyed-held')
   const body = { links: [{ url: 'https://example.com/unkeyed-cut/generated' }, { url: 'https://example.com/unkeyed-cut/named', id: 'unkeyed-held' }], autofill: false }
   const answer = client(app, token).send('POST', '/v1/links/bulk', body)
   await waitForLockWaiters(direct.prisma, 1)
@@ -290,16 +291,8 @@ t.test('links whose outcome is unknown keep their places in the quota: the limit
 t.test('a write whose server process is terminated (pg_terminate_backend: a failover, a restart) is a 503 with Retry-After, never a 500', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL' }, async (t) => {
   const { direct, token, url } = await sharedApp()
   const { app } = await buildTestApp(t, { database: direct })
-  const holder = new pg.Client({ connectionString: url })
-  await holder.connect()
-  t.teardown(() => holder.end())
   const probe = json(await client(app, token).create({ url: 'https://example.com/terminated-probe' }, { autofill: false }))
-  await holder.query('BEGIN')
-  await holder.query(
-    `INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt")
-     SELECT "workspaceId", "domain", 'terminated', 'terminated', 'https://example.com/held', now() FROM "Link" WHERE "uniq" = $1`,
-    [probe.uniq],
-  )
+  const holder = await holdSlug(t, url, probe.uniq, 'terminated')
   // A bulk whose statement waits for the slug's lock; its server process is ended meanwhile (57P01).
   const answer = client(app, token).send('POST', '/v1/links/bulk', { links: [{ url: 'https://example.com/terminated', id: 'terminated' }], autofill: false })
   await waitForLockWaiters(direct.prisma, 1)
