@@ -6,7 +6,7 @@
  */
 import Fastify, { type FastifyInstance } from 'fastify'
 import { randomBytes } from 'node:crypto'
-import { monitorEventLoopDelay } from 'node:perf_hooks'
+import { monitorEventLoopDelay, PerformanceObserver } from 'node:perf_hooks'
 import { buildApp, loggerOptions } from '../src/app.js'
 import { benchConfig, seedWorkspace } from './support/bench-service.js'
 import { openTestDatabase } from '../test/support/test-app.js'
@@ -52,6 +52,18 @@ if (mode !== 'bare') {
 }
 const loopDelay = monitorEventLoopDelay({ resolution: 10 })
 loopDelay.enable()
+// Per run (IPC `run start`): how long the event loop was held up, and by the garbage collector's pauses; what a
+// visitor's latency is made of besides the redirect's own work.
+const runLoopDelay = monitorEventLoopDelay({ resolution: 1 })
+runLoopDelay.enable()
+const gc = { pauses: 0, totalMs: 0, maxMs: 0 }
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    gc.pauses++
+    gc.totalMs += entry.duration
+    gc.maxMs = Math.max(gc.maxMs, entry.duration)
+  }
+}).observe({ entryTypes: ['gc'] })
 const startRss = process.memoryUsage().rss
 
 await app.listen({ port: 0, host: '127.0.0.1' })
@@ -76,7 +88,18 @@ process.on('message', async (message: string) => {
       visits: mode === 'bare' ? null : app.visitRecorder?.stats(),
       loopDelayMaxMs: loopDelay.max / 1e6,
       loopDelayP99Ms: loopDelay.percentile(99) / 1e6,
+      run: {
+        loopDelayP99Ms: runLoopDelay.percentile(99) / 1e6,
+        loopDelayMaxMs: runLoopDelay.max / 1e6,
+        gcPauses: gc.pauses,
+        gcTotalMs: gc.totalMs,
+        gcMaxMs: gc.maxMs,
+      },
     })
+  } else if (message === 'run start') {
+    runLoopDelay.reset()
+    Object.assign(gc, { pauses: 0, totalMs: 0, maxMs: 0 })
+    process.send!({ reset: true })
   } else if (message === 'rollup') {
     // What the run recorded, written and then summed into the aggregates, as the minute's rollup would.
     const started = performance.now()

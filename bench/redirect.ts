@@ -66,6 +66,16 @@ interface Run {
   cpuPerRequest: number
   /** PostgreSQL's CPU time per answer, µs (bench/support/postgres-cpu.ts; NaN where it cannot be read). */
   postgresCpuPerRequest: number
+  /** The server's event loop and garbage collector during the run (bench/redirect-server.ts). */
+  pauses: RunPauses
+}
+
+interface RunPauses {
+  loopDelayP99Ms: number
+  loopDelayMaxMs: number
+  gcPauses: number
+  gcTotalMs: number
+  gcMaxMs: number
 }
 
 /** After a recorded run: the buffer written, then the run's visits summed into the aggregates. */
@@ -87,12 +97,14 @@ interface Stats {
   visits: Record<string, number> | null
   loopDelayMaxMs: number
   loopDelayP99Ms: number
+  run: RunPauses
 }
 
 const HEADERS = { host: 'go.bench.test', 'user-agent': USER_AGENT }
 
 /** As fast as the server answers (autocannon), or at a steady `rate` a second. */
 async function load(server: Server, seconds: number, rate?: number, prefix = ''): Promise<Run> {
+  await ask(server, 'run start')
   const before = await ask<Stats>(server, 'stats')
   const postgresBefore = postgresCpu()
   const url = `http://127.0.0.1:${server.port}`
@@ -121,6 +133,7 @@ async function load(server: Server, seconds: number, rate?: number, prefix = '')
   const answered = byClass['3xx'] + byClass['4xx']
   return { rps: result.rps, p50: result.p50, p99: result.p99, answered, cpuPerRequest: (after.cpuMicros - before.cpuMicros) / answered,
     postgresCpuPerRequest: postgresMicros === null ? NaN : postgresMicros / answered,
+    pauses: after.run,
   }
 }
 
@@ -150,6 +163,13 @@ async function alternate(bare: Server, service: Server, overallRate?: { bare: nu
     cpuPerRequest: median(list.map((run) => run.cpuPerRequest)),
     postgresCpuPerRequest: median(list.map((run) => run.postgresCpuPerRequest)),
     answered: list.reduce((sum, run) => sum + run.answered, 0),
+    pauses: {
+      loopDelayP99Ms: median(list.map((run) => run.pauses.loopDelayP99Ms)),
+      loopDelayMaxMs: median(list.map((run) => run.pauses.loopDelayMaxMs)),
+      gcPauses: median(list.map((run) => run.pauses.gcPauses)),
+      gcTotalMs: median(list.map((run) => run.pauses.gcTotalMs)),
+      gcMaxMs: median(list.map((run) => run.pauses.gcMaxMs)),
+    },
   })
   return {
     bare: summary(runs.bare),
@@ -211,6 +231,13 @@ async function main() {
     const f = full[name]
     const h = half[name]
     console.log(`${name.padEnd(8)} ${fmt(f.rps)}  ${fmt(f.p50, 2)}  ${fmt(f.p99, 2)}  ${fmt(f.cpuPerRequest, 1)}   ${fmt(f.postgresCpuPerRequest, 1)}    ${fmt(h.rps)}  ${fmt(h.p50, 2)}  ${fmt(h.p99, 2)}`)
+  }
+  console.log('')
+  console.log('event loop and garbage collector during the half-rate runs (median run): what holds answers up')
+  console.log('            loop delay p99 ms    max ms    GC pauses   GC ms in all   longest GC ms')
+  for (const name of ['bare', 'service', 'fixed', 'unrecorded'] as const) {
+    const p = half[name].pauses
+    console.log(`${name.padEnd(10)} ${fmt(p.loopDelayP99Ms, 2)}          ${fmt(p.loopDelayMaxMs, 1)}   ${fmt(p.gcPauses)}      ${fmt(p.gcTotalMs, 1)}        ${fmt(p.gcMaxMs, 2)}`)
   }
   console.log('')
   const ratios = full.ratios.map((ratio) => `${(100 * ratio).toFixed(0)}%`).join(' ')

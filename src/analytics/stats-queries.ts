@@ -133,6 +133,8 @@ type RangeParams = ReturnType<typeof rangeParams>
  * the aggregates' unit), as the counts cut them; stepping 60 minutes from the first missed every hour after a
  * half-hour DST change (Australia/Lord_Howe) and added an empty one at the end in a half-hour zone. Days, weeks and
  * months step in local time (a day is 23 or 25 hours at a DST change) and are turned back into instants in the zone.
+ * The first is truncated in local time too: truncated in the zone, a day whose midnight does not exist (DST starting at
+ * 00:00, as in Santiago) began at 01:00, and every day after it was stepped from 01:00 while the counts were at 00:00.
  */
 function bucketsSql(interval: Interval, r: RangeParams, zone: string): string {
   if (interval === 'hour') {
@@ -140,7 +142,7 @@ function bucketsSql(interval: Interval, r: RangeParams, zone: string): string {
       FROM generate_series(${r.from}::timestamptz, ${r.to}::timestamptz - interval '1 microsecond', interval '1 hour') AS u`
   }
   return `SELECT local AT TIME ZONE ${zone}::text AS "start"
-    FROM generate_series(date_trunc('${interval}', ${r.from}::timestamptz, ${zone}::text) AT TIME ZONE ${zone}::text,
+    FROM generate_series(date_trunc('${interval}', ${r.from}::timestamptz AT TIME ZONE ${zone}::text),
                          (${r.to}::timestamptz - interval '1 microsecond') AT TIME ZONE ${zone}::text, interval '1 ${interval}') AS local`
 }
 

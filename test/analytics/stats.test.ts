@@ -250,6 +250,30 @@ t.test('hours in zones that are not whole hours from UTC: a half-hour DST change
   t.same(kolkata.series.map((b: Json) => [b.start, b.clicks]), [['2026-04-04T18:00:00+05:30', 0], ['2026-04-04T19:00:00+05:30', 1]], 'two UTC hours, two buckets, none empty past the end')
 })
 
+t.test('days, weeks and months from a day whose midnight does not exist (DST starting at 00:00)', async (t) => {
+  // Santiago de Chile goes from -04:00 to -03:00 at 2026-09-06T04:00Z: that day starts at 01:00 local.
+  const link: Link = await api.link({ url: 'https://example.com/santiago', id: 'santiago' })
+  await storeVisits(database, [
+    visit(link, '2026-09-06T10:00:00Z', 11), // 07:00 on 09-06 local
+    visit(link, '2026-09-07T03:30:00Z', 12), // 00:30 on 09-07 local
+    visit(link, '2026-09-08T20:00:00Z', 13), // 17:00 on 09-08 local
+  ])
+  const range = { from: '2026-09-06T05:00:00Z', to: '2026-09-09T03:00:00Z', timezone: 'America/Santiago' }
+  const days = (await api.get(`/v1/links/${link.uniq}/stats?${query(range)}`)).json()
+  t.same(days.totals, { clicks: 3, visitors: 3, bots: 0 }, 'every visit counted')
+  t.same(days.series.map((b: Json) => [b.start, b.clicks]), [
+    ['2026-09-06T01:00:00-03:00', 1],
+    ['2026-09-07T00:00:00-03:00', 1],
+    ['2026-09-08T00:00:00-03:00', 1],
+  ], 'the first day as it began (01:00, its midnight skipped), the others at midnight')
+  for (const interval of ['week', 'month']) {
+    const body = (await api.get(`/v1/links/${link.uniq}/stats?${query({ ...range, interval })}`)).json()
+    t.same(body.totals, { clicks: 3, visitors: 3, bots: 0 }, `by ${interval}: every visit counted`)
+  }
+  const workspaceDays = (await api.get(`/v1/stats?${query(range)}`)).json()
+  t.same(workspaceDays.series.map((b: Json) => b.clicks), [1, 1, 1], 'the workspace series alike')
+})
+
 t.test('a link without visits: zeros in every bucket, empty lists', async (t) => {
   const body = (await api.get(`/v1/links/${quiet.uniq}/stats?${query(MARCH)}`)).json()
   t.same(body.totals, { clicks: 0, visitors: 0, bots: 0 })
