@@ -206,6 +206,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { dote
   }
   checkConnectionUrl('DATABASE_URL', parsed.DATABASE_URL)
   checkConnectionUrl('REDIS_URL', parsed.REDIS_URL)
+  // ioredis reads the path as the database index with parseInt and, should SELECT fail, goes on in database 0.
+  if (parsed.REDIS_URL !== undefined && !/^\/?\d{0,5}$/.test(new URL(parsed.REDIS_URL).pathname)) {
+    throw new ConfigError('REDIS_URL: the path must be a database index, a whole number (redis://host:6379/2), or nothing')
+  }
 
   const defaultDomain = parseHost('DEFAULT_DOMAIN', parsed.DEFAULT_DOMAIN)
   const reservedDomains = parsed.RESERVED_DOMAINS.split(',')

@@ -1,4 +1,9 @@
-const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024'])
+/**
+ * Prisma's codes of a database out of reach: unreachable (P1001), timed out (P1002, P1008), closed (P1017), no
+ * connection from the pool in time (P2024), and a server that refuses the service (authentication failed,
+ * P1000; database does not exist, P1003; access denied, P1010).
+ */
+const UNAVAILABLE_PRISMA_CODES = new Set(['P1000', 'P1001', 'P1002', 'P1003', 'P1008', 'P1010', 'P1017', 'P2024'])
 const UNAVAILABLE_MESSAGE =
   /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Can't reach database|DatabaseNotReachable|connection is insecure|the database system is (starting up|shutting down)/i
 
@@ -24,7 +29,12 @@ function* chain(error: unknown): Generator<ErrorLike> {
  * database (isDatabaseBusy).
  */
 const ENDED_SESSION_STATES = new Set(['57P01', '57P02'])
-const UNAVAILABLE_STATES = new Set([...ENDED_SESSION_STATES, '57P03'])
+/**
+ * And a server that refuses the service's sessions: its database dropped or renamed (3D000, invalid_catalog_name)
+ * or its role gone or refused (class 28). Not the service's bug, and nothing a retry of the request changes
+ * until an administrator does: the database is out of reach, as /readyz says.
+ */
+const UNAVAILABLE_STATES = new Set([...ENDED_SESSION_STATES, '57P03', '3D000', '28000', '28P01'])
 const isConnectionException = (code: string) => code.startsWith('08') && code.length === 5 && code !== '08P01'
 /** The SQLSTATE of a driver's error (its code) or of Prisma's (passed on from the driver adapter). */
 const sqlStates = (current: ErrorLike) => [current.code, sqlState(current)].filter((code): code is string => typeof code === 'string')

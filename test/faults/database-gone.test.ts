@@ -1,0 +1,68 @@
+/**
+ * A database server that answers but will not let the service in: its database dropped or renamed (3D000), or the
+ * role gone or refused (class 28). Every API answer is the 503 of a database out of reach, with Retry-After, as
+ * /readyz says; never a 500. Once the database is back, the service answers again by itself.
+ */
+import pg from 'pg'
+import t from 'tap'
+import { buildApp } from '../../src/app.js'
+import { openDatabase } from '../../src/db/database.js'
+import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../../src/errors/app-error.js'
+import { apiClient } from '../support/api-client.js'
+import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase, testAutofill, testConfig } from '../support/test-app.js'
+
+const serverUrl = process.env.DATABASE_URL
+const needsServer = { skip: !serverUrl && 'needs DATABASE_URL (the embedded database has no server to refuse it)' }
+
+t.test('the database renamed away while the service runs: 503 with Retry-After, then answers again once it is back', needsServer, async (t) => {
+  const { database, url } = await openTestDatabase(t)
+  const { app } = await buildTestApp(t, { database })
+  const token = await createWorkspaceToken(database.prisma, { workspace: 'gone', defaultDomain: 'go.gone.test' })
+  const link = json(await client(app, token).create({ url: 'https://example.com/gone' }, { autofill: false }))
+  const name = new URL(url!).pathname.slice(1)
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  const rename = async (from: string, to: string) => {
+    // The service's pools reconnect at once: end their sessions until the rename finds none.
+    for (let tries = 0; ; tries++) {
+      await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [from])
+      try {
+        await admin.query(`ALTER DATABASE "${from}" RENAME TO "${to}"`)
+        return
+      } catch (error) {
+        if ((error as { code?: string }).code !== '55006' || tries > 50) throw error
+      }
+    }
+  }
+  await rename(name, `${name}_away`)
+  let renamedBack = false
+  t.teardown(async () => {
+    if (!renamedBack) await rename(`${name}_away`, name)
+  })
+
+  for (const response of [await apiClient(app, token).get(`/v1/links/${link.uniq}`), await client(app, token).create({ url: 'https://example.com/x' }, { autofill: false })]) {
+    t.equal(response.statusCode, 503, response.body)
+    t.equal(response.headers['retry-after'], String(RETRY_AFTER_UNAVAILABLE_SECONDS))
+    t.match(json(response), { code: 'unavailable' })
+  }
+  const ready = await app.inject('/readyz')
+  t.equal(ready.statusCode, 503)
+
+  await rename(`${name}_away`, name)
+  renamedBack = true
+  const again = await apiClient(app, token).get(`/v1/links/${link.uniq}`)
+  t.equal(again.statusCode, 200, 'answers again, no restart')
+})
+
+t.test('a role the server does not know (28000): 503 with Retry-After, not 500', needsServer, async (t) => {
+  const url = new URL(serverUrl!)
+  url.username = 'no_such_role_here'
+  const refused = await openDatabase({ databaseUrl: url.toString(), dataDir: 'unused', migrate: false })
+  const app = await buildApp({ config: testConfig(), database: refused, closeDatabase: true, logger: false, autofill: testAutofill() })
+  t.teardown(() => app.close())
+  const response = await client(app, 'sl_anything').create({ url: 'https://example.com/' })
+  t.equal(response.statusCode, 503, response.body)
+  t.equal(response.headers['retry-after'], String(RETRY_AFTER_UNAVAILABLE_SECONDS))
+  t.match(json(response), { code: 'unavailable' })
+})
