@@ -35,7 +35,7 @@ if (mode === 'bare') {
     logger: loggerOptions(config),
     redirects: { cache: { maxEntries: cacheEntries }, keyPrefix: `bench-${randomBytes(3).toString('hex')}:` },
     // The rollup runs when the parent asks (IPC `rollup`, after each recorded run), so that its cost is measured.
-    visits: { rollup: { everyMs: 24 * 3_600_000 }, buffer: process.env.TMP_FLUSH_MS ? { flushEveryMs: Number(process.env.TMP_FLUSH_MS) } : undefined },
+    visits: { rollup: { everyMs: 24 * 3_600_000 } },
   })
   // The bare route's fixed 302 inside the service's process (its hooks, logger and heap): what the service costs
   // any route, apart from the redirect's own work. Only in this benchmark.
@@ -56,14 +56,12 @@ loopDelay.enable()
 // visitor's latency is made of besides the redirect's own work.
 const runLoopDelay = monitorEventLoopDelay({ resolution: 1 })
 runLoopDelay.enable()
-const gc = { pauses: 0, totalMs: 0, maxMs: 0, longestKind: 0, major: 0, majorMs: 0 }
+const gc = { pauses: 0, totalMs: 0, maxMs: 0 }
 new PerformanceObserver((list) => {
   for (const entry of list.getEntries()) {
     gc.pauses++
     gc.totalMs += entry.duration
-    if (entry.duration > gc.maxMs) gc.longestKind = (entry as any).detail?.kind
     gc.maxMs = Math.max(gc.maxMs, entry.duration)
-    if ((entry as any).detail?.kind === 4) { gc.major++; gc.majorMs += entry.duration }
   }
 }).observe({ entryTypes: ['gc'] })
 const startRss = process.memoryUsage().rss
@@ -96,12 +94,11 @@ process.on('message', async (message: string) => {
         gcPauses: gc.pauses,
         gcTotalMs: gc.totalMs,
         gcMaxMs: gc.maxMs,
-        tmp: { ...gc },
       },
     })
   } else if (message === 'run start') {
     runLoopDelay.reset()
-    Object.assign(gc, { pauses: 0, totalMs: 0, maxMs: 0, longestKind: 0, major: 0, majorMs: 0 })
+    Object.assign(gc, { pauses: 0, totalMs: 0, maxMs: 0 })
     process.send!({ reset: true })
   } else if (message === 'rollup') {
     // What the run recorded, written and then summed into the aggregates, as the minute's rollup would.

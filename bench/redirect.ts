@@ -135,7 +135,6 @@ async function load(server: Server, seconds: number, rate?: number, prefix = '')
     postgresCpuPerRequest: postgresMicros === null ? NaN : postgresMicros / answered,
     pauses: after.run,
   }
-  if (process.env.TMP_FLUSH_MS !== undefined) console.error(prefix || 'run', rate ?? 'full', JSON.stringify((after.run as any).tmp))
 }
 
 const median = (values: number[]) => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]
