@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { BadTokenThrottle } from '../auth/bad-token-throttle.js'
+import { BadTokenThrottle, RedisFailureCount } from '../auth/bad-token-throttle.js'
+import type { Config } from '../config/config.js'
 import { hashToken } from '../auth/tokens.js'
 import { tooManyRequests, unauthorized } from '../errors/app-error.js'
 import { CACHE_TTL_MS, tokensGeneration } from '../cache/change-notices.js'
@@ -45,8 +46,9 @@ declare module 'fastify' {
 export const TOKEN_HEADER = 'api-authorization'
 
 export default fp(
-  async function auth(app: FastifyInstance, options: { throttle?: BadTokenThrottle; cache?: TokenCacheOptions }) {
-    const throttle = options.throttle ?? new BadTokenThrottle()
+  async function auth(app: FastifyInstance, options: { config: Config; throttle?: BadTokenThrottle; cache?: TokenCacheOptions }) {
+    const shared = app.redis ? new RedisFailureCount(app.redis, app.log, options.config.redisKeyPrefix) : undefined
+    const throttle = options.throttle ?? new BadTokenThrottle(undefined, undefined, undefined, shared)
     // The token's record was one statement on every API request; it changes only when the token is revoked.
     const tokens = new TtlCache<string, TokenRecord | null>({
       ttlMs: options.cache?.ttlMs ?? CACHE_TTL_MS,
@@ -77,7 +79,7 @@ export default fp(
         record = await tokens.get(hash, () => readToken(hash), (found) => found !== null && !found.revokedAt)
       }
       if (!record || record.revokedAt) {
-        const nowBlockedFor = throttle.recordFailure(request.ip)
+        const nowBlockedFor = await throttle.recordFailure(request.ip)
         if (nowBlockedFor > 0) {
           throttle.refusals++
           throw tooManyRequests('Too many requests with a bad API token; wait and try again', nowBlockedFor)
@@ -87,5 +89,5 @@ export default fp(
       request.caller = { tokenId: record.id, workspaceId: record.workspaceId, official: record.official }
     })
   },
-  { name: 'auth', dependencies: ['database'] },
+  { name: 'auth', dependencies: ['database', 'redis'] },
 )

@@ -1,7 +1,8 @@
 /** Contract section 2: tokens, workspace isolation, the bad-token throttle, and what never reaches a log. */
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { BadTokenThrottle, MAX_TRACKED_ADDRESSES } from '../../src/auth/bad-token-throttle.js'
+import { BadTokenThrottle, MAX_TRACKED_ADDRESSES, RedisFailureCount } from '../../src/auth/bad-token-throttle.js'
+import { REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import { hashToken } from '../../src/auth/tokens.js'
 import { revokeToken } from '../../src/workspaces/workspace-repository.js'
 import { buildTestApp, client, createWorkspaceToken } from '../support/test-app.js'
@@ -85,23 +86,50 @@ t.test('more than 30 bad tokens from one address in a minute get 429 until the m
   t.equal((await attempt(good)).statusCode, 201, 'after the minute the address may try again')
 })
 
+t.test('with Redis, an address gets 30 bad tokens a minute across all instances, not 30 on each', { skip: !REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  const env = { REDIS_URL: REDIS_URL!, REDIS_KEY_PREFIX: redisKeyPrefix(t) }
+  const first = await buildTestApp(t, { env })
+  const second = await buildTestApp(t, { env, database: first.database })
+  const good = await createWorkspaceToken(first.prisma, { workspace: 'shared-throttle', defaultDomain: 'go.shared-throttle.test' })
+  const attempt = (instance: typeof first, token: string, remoteAddress = '203.0.113.9') =>
+    instance.app.inject({ method: 'GET', url: '/v1/links', remoteAddress, headers: { 'api-authorization': token } })
+  // 15 on each, alternating: 30 in all.
+  for (let i = 1; i <= 30; i++) t.equal((await attempt(i % 2 ? first : second, `sl_guess${i}`)).statusCode, 401, `guess ${i}`)
+  const limited = await attempt(first, 'sl_guess31')
+  t.equal(limited.statusCode, 429, 'the 31st, on an instance that saw 16')
+  t.match(limited.headers['retry-after'], /^(59|60)$/)
+  t.equal((await attempt(first, good)).statusCode, 429, 'then even a right token on that instance')
+  t.equal((await attempt(second, 'sl_guess32')).statusCode, 429, 'the other instance refuses the next bad token too')
+  t.equal((await attempt(second, good)).statusCode, 429, 'and then a right one')
+  t.equal((await attempt(second, good, '198.51.100.9')).statusCode, 200, 'other addresses are not affected')
+})
+
+t.test('while Redis does not answer, each instance still counts on its own', async (t) => {
+  const redis = { defineCommand() {}, badTokenCount: () => Promise.reject(new Error('Redis did not answer')) }
+  const log = { warn: () => {} }
+  const throttle = new BadTokenThrottle(2, 60_000, Date.now, new RedisFailureCount(redis as never, log as never))
+  t.equal(await throttle.recordFailure('192.0.2.9'), 0)
+  t.equal(await throttle.recordFailure('192.0.2.9'), 0)
+  t.ok((await throttle.recordFailure('192.0.2.9')) > 0, 'blocked by the local count')
+})
+
 t.test('the throttle forgets ended windows as it goes and follows at most MAX_TRACKED_ADDRESSES addresses', async (t) => {
   let now = 0
   const throttle = new BadTokenThrottle(2, 60_000, () => now)
   // A steady stream of bad tokens from ever new addresses: only the last minute's addresses are kept.
   for (let i = 0; i < 30_000; i++) {
     now = i * 10
-    throttle.recordFailure(`10.0.${i >> 8}.${i & 255}`)
+    void throttle.recordFailure(`10.0.${i >> 8}.${i & 255}`)
   }
   t.equal(throttle.tracked, 6_000, 'the addresses of the last 60 s (one every 10 ms), the ended ones forgotten')
-  for (let i = 0; i < 3; i++) throttle.recordFailure('192.0.2.1')
+  for (let i = 0; i < 3; i++) void throttle.recordFailure('192.0.2.1')
   t.ok(throttle.blockedFor('192.0.2.1') > 0, 'counting goes on')
   // Many addresses within one window: bounded.
-  for (let i = 0; i < MAX_TRACKED_ADDRESSES + 50; i++) throttle.recordFailure(`a${i}`)
+  for (let i = 0; i < MAX_TRACKED_ADDRESSES + 50; i++) void throttle.recordFailure(`a${i}`)
   t.equal(throttle.tracked, MAX_TRACKED_ADDRESSES, 'the oldest are forgotten past the bound')
   t.equal(throttle.blockedFor('192.0.2.1'), 0, 'the oldest window went first')
-  throttle.recordFailure(`a${MAX_TRACKED_ADDRESSES + 49}`)
-  throttle.recordFailure(`a${MAX_TRACKED_ADDRESSES + 49}`)
+  void throttle.recordFailure(`a${MAX_TRACKED_ADDRESSES + 49}`)
+  void throttle.recordFailure(`a${MAX_TRACKED_ADDRESSES + 49}`)
   t.ok(throttle.blockedFor(`a${MAX_TRACKED_ADDRESSES + 49}`) > 0, 'the newest still count')
 })
 
