@@ -22,7 +22,7 @@ import fp from 'fastify-plugin'
 import type { Config } from '../config/config.js'
 import { quotaExceeded, unavailable } from '../errors/app-error.js'
 import { MemoryQuotaStore } from '../rate-limits/memory-store.js'
-import { afterRefund, exhaustedWindow, quotaHeaders } from '../rate-limits/quota-headers.js'
+import { afterRefund, exhaustedWindow, policyHeader, quotaHeaders } from '../rate-limits/quota-headers.js'
 import { LateReservation, type QuotaDecision, type QuotaLimits, type QuotaOperation, type QuotaStore, type QuotaSubject, type QuotaTaken } from '../rate-limits/quota-store.js'
 import { RedisQuotaStore } from '../rate-limits/redis-store.js'
 import { firstConnection, writeAgainLater } from '../redis/redis-client.js'
@@ -309,10 +309,18 @@ export default fp(
           // Let through unlimited (allow) and succeeded: the slot is its own. Refused (deny) or failed: not.
           giveBackLate(state.late, policy === 'allow' && consumed ? 1 : 0)
         }
+        if (state && 'storeFailed' in state) {
+          // The counters could not be read: where the quota stands is unknown, but not what it is.
+          reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
+          return payload
+        }
         if (state && !('decision' in state)) return payload
         if (reply.statusCode === 429 && state && !state.decision.allowed && request.quotaOperation) counts.rejected[request.quotaOperation]++
         let decision = state ? state.decision : await peekQuota(request)
-        if (!decision) return payload
+        if (!decision) {
+          reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
+          return payload
+        }
         const taken = decision.taken
         if (taken && !consumed) {
           try {

@@ -1,5 +1,5 @@
 /** The rate-limit headers of contract section 8, from where the windows stand. */
-import type { QuotaDecision, WindowUsage } from './quota-store.js'
+import { QUOTA_WINDOWS, type QuotaDecision, type QuotaLimits, type WindowUsage } from './quota-store.js'
 
 /** The window with fewer requests remaining; on a tie, the one that frees later (so Reset matches Retry-After). */
 export function tighterWindow(windows: WindowUsage[]): WindowUsage {
@@ -9,6 +9,10 @@ export function tighterWindow(windows: WindowUsage[]): WindowUsage {
       : tight,
   )
 }
+
+/** `RateLimit-Policy`: the workspace's quotas, known whether or not the counters could be read. */
+export const policyHeader = (limits: QuotaLimits) =>
+  QUOTA_WINDOWS.map((window) => `"${window.name}";q=${limits[window.name]};w=${window.seconds}`).join(', ')
 
 export function quotaHeaders(windows: WindowUsage[]): Record<string, string> {
   const tight = tighterWindow(windows)
