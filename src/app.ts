@@ -10,6 +10,7 @@ import linkRoutes from './links/link-routes.js'
 import type { BulkSlotOptions } from './links/bulk-slots.js'
 import pixelRoutes from './pixels/pixel-routes.js'
 import qrRoutes from './qr/qr-routes.js'
+import { DrawBudget } from './qr/draw-budget.js'
 import scriptRoutes from './scripts/script-routes.js'
 import auth from './plugins/auth.js'
 import database from './plugins/database.js'
@@ -41,6 +42,8 @@ export interface AppOptions {
   closeDatabase?: boolean
   logger?: FastifyServerOptions['logger']
   throttle?: BadTokenThrottle
+  /** The QR codes' drawing budget (tests); see src/qr/draw-budget.ts. */
+  qrDrawing?: DrawBudget
   /** The token cache's lifetime and clock (tests); see src/plugins/auth.ts. */
   tokenCache?: TokenCacheOptions
   /** Quota store, clock and Redis key prefix overrides (tests, benchmarks); see src/plugins/rate-limits.ts. */
@@ -173,6 +176,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   }
   await app.register(linkRoutes, { links, bulk: options.bulk })
   await app.register(linkReadRoutes, { links })
+  app.decorate('qrDrawing', options.qrDrawing ?? new DrawBudget())
   await app.register(qrRoutes, { links })
   await app.register(folderRoutes, { prisma: options.database.prisma })
   // Visitors see a change to a pixel or script at once too (every link of the workspace is forgotten).

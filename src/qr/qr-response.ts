@@ -5,6 +5,14 @@
  */
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { drawQr, encodeQr, qrEtag, type QrOptions } from './qr-code.js'
+import type { DrawBudget } from './draw-budget.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The time both QR routes may spend drawing (draw-budget.ts). */
+    qrDrawing: DrawBudget
+  }
+}
 
 /**
  * The public route's images may be kept by browsers and CDNs for 5 minutes: a link's domain and slug never
@@ -27,13 +35,16 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
   })
 }
 
-/** The QR code of `shortUrl`, drawn as `options` say (a 400 from encodeQr when it cannot be, at that size). */
+/**
+ * The QR code of `shortUrl`, drawn as `options` say (a 400 from encodeQr when it cannot be, at that size; a 503
+ * when the drawing budget of this second is spent).
+ */
 export function sendQr(request: FastifyRequest, reply: FastifyReply, shortUrl: string, options: QrOptions, cacheControl: string) {
   const matrix = encodeQr(shortUrl, options)
   const etag = qrEtag(shortUrl, options)
   reply.header('cache-control', cacheControl).header('etag', etag)
   if (matches(request.headers['if-none-match'], etag)) return reply.code(304).send()
-  const image = drawQr(matrix, options)
+  const image = request.server.qrDrawing.run(() => drawQr(matrix, options))
   return reply
     .type(image.contentType)
     .header('content-security-policy', IMAGE_CSP)

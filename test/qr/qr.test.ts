@@ -10,6 +10,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises'
 import t from 'tap'
 import type { Visit, VisitRecorder } from '../../src/redirects/visits.js'
 import { apiClient } from '../support/api-client.js'
+import { DrawBudget } from '../../src/qr/draw-budget.js'
 import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
 import { acmeWorkspace, SHORT_DOMAIN, visit } from '../redirects/visit-support.js'
 
@@ -401,4 +402,30 @@ t.test('a deleted link has no code any more', async (t) => {
   t.equal((await api.delete(`/v1/links/${gone.uniq}`)).statusCode, 204)
   t.equal((await qr('', gone.uniq)).statusCode, 404)
   t.equal((await visit(app, '/gone/qr')).statusCode, 404)
+})
+
+t.test('drawing has a budget per second, shared by both routes: past it a 503 with Retry-After: 1, a 304 still answered', async (t) => {
+  // A clock that moves 3 ms at each reading: every draw is charged 3 ms; the budget is 5 ms a second.
+  let now = 0
+  const budget = new DrawBudget(5, () => (now += 3))
+  const limited = await buildTestApp(t, { qrDrawing: budget })
+  const { token: limitedToken, link: limitedLink } = await acmeWorkspace(limited)
+  const winter = await limitedLink({ id: 'Winter', url: 'https://example.com/winter' })
+  const apiQr = () => apiClient(limited.app, limitedToken).get(`/v1/links/${winter.uniq}/qr?format=png`)
+  const first = await apiQr()
+  t.equal(first.statusCode, 200)
+  t.equal((await visit(limited.app, '/Winter/qr?format=png&size=400')).statusCode, 200, 'the public route: 6 ms spent')
+  for (const refused of [await apiQr(), await visit(limited.app, '/Winter/qr?size=500')]) {
+    t.equal(refused.statusCode, 503)
+    t.equal(refused.headers['retry-after'], '1')
+    t.match(refused.json(), { code: 'unavailable', detail: /QR codes/ })
+  }
+  const cached = await limited.app.inject({
+    url: `/v1/links/${winter.uniq}/qr?format=png`,
+    headers: { 'api-authorization': limitedToken, 'if-none-match': first.headers.etag as string },
+  })
+  t.equal(cached.statusCode, 304, 'a client that has the image is answered: nothing is drawn')
+  t.equal(budget.refused, 2)
+  now += 1000
+  t.equal((await apiQr()).statusCode, 200, 'the next second draws again')
 })
