@@ -5,19 +5,35 @@
  * (src/plugins/validation.ts, inlineRefs).
  */
 import type { TSchema } from '@sinclair/typebox'
-import { FolderList, FolderRecord } from './folder.js'
+import { FolderBody, FolderList, FolderRecord } from './folder.js'
 import { LinkList } from './link-list.js'
 import { BulkCreateResult } from './link-bulk.js'
-import { Geolocation, LinkExpirationInput, LinkInput, LinkPatch, LinkRecord, PasswordProtectInput, PixelInput, RotatorEntry } from './link.js'
-import { Pixel, PixelList } from './pixel.js'
+import {
+  Geolocation,
+  LinkExpirationInput,
+  LinkInput,
+  LinkPatch,
+  LinkRecord,
+  PasswordProtectInput,
+  PixelInput,
+  RotatorEntry,
+} from './link.js'
+import { CreatePixelBody, Pixel, PixelList, UpdatePixelBody } from './pixel.js'
 import { FieldError, Problem } from './problem.js'
-import { ScriptList, ScriptRecord, ScriptSummary } from './script.js'
+import { CreateScriptBody, ScriptList, ScriptRecord, ScriptSummary, UpdateScriptBody } from './script.js'
 import { LinkStats, VisitList, WorkspaceStats } from './stats.js'
 
 export const COMPONENT_SCHEMAS: (TSchema & { $id: string })[] = [
   FieldError,
   Problem,
-  // What create and update accept.
+  // The request bodies (those of the link operations are `{link, autofill}` and `{links, autofill}`, written in
+  // place: as a named type, `autofill`'s default would make openapi-typescript require it), and what create and
+  // update accept in them.
+  FolderBody,
+  CreatePixelBody,
+  UpdatePixelBody,
+  CreateScriptBody,
+  UpdateScriptBody,
   LinkInput,
   LinkPatch,
   PixelInput,

@@ -35,7 +35,7 @@ export const FolderBody = Type.Object(
       description: 'Trimmed; unique in the workspace (exact spelling)',
     }),
   },
-  { examples: [{ name: 'Newsletter' }] },
+  { $id: 'FolderRequest', description: 'A folder to create, or its new name', examples: [{ name: 'Newsletter' }] },
 )
 
 export const FolderIdParams = Type.Object({

@@ -188,7 +188,14 @@ export const LinkInput = Type.Object(
   { $id: 'LinkInput', description: 'A link to create. Unknown fields are ignored.' },
 )
 
-export const LinkPatch = Type.Partial(Type.Object(linkFields), {
+// On an update the link's domain and slug stay as they are: given, each must be the link's own.
+const patchFields = {
+  ...linkFields,
+  domain: Type.String({ ...linkFields.domain, description: "The link's short domain: may be repeated, not changed" }),
+  id: Type.String({ ...linkFields.id, description: "The link's slug: may be repeated (in any case), not changed" }),
+}
+
+export const LinkPatch = Type.Partial(Type.Object(patchFields), {
   $id: 'LinkPatch',
   description:
     'The fields to change: a field present replaces the stored value, null clears a nullable field, an absent field is kept. ' +

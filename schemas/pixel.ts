@@ -16,12 +16,14 @@ const { value, title } = PixelInput.properties
 export const CreatePixelBody = Type.Object(
   { platform: Platform, value, title },
   {
+    $id: 'CreatePixelRequest',
     description: 'A pixel; platform and value are unique in the workspace',
     examples: [{ platform: 'facebook', value: '1234567890', title: 'Retargeting' }],
   },
 )
 
 export const UpdatePixelBody = Type.Partial(CreatePixelBody, {
+  $id: 'UpdatePixelRequest',
   description: 'The fields to change; null clears the title. The links that use the pixel follow it.',
   examples: [{ title: 'Retargeting (EU)' }],
 })

@@ -49,10 +49,15 @@ const content = Type.String({
 
 export const CreateScriptBody = Type.Object(
   { name, content },
-  { examples: [{ name: 'Chat widget', content: '<script src="https://chat.example/w.js"></script>' }] },
+  {
+    $id: 'CreateScriptRequest',
+    description: 'A script of the workspace, which links attach by id',
+    examples: [{ name: 'Chat widget', content: '<script src="https://chat.example/w.js"></script>' }],
+  },
 )
 
 export const UpdateScriptBody = Type.Partial(CreateScriptBody, {
+  $id: 'UpdateScriptRequest',
   description: 'The fields to change; the links that attach the script get the new content',
   examples: [{ name: 'Chat widget (new)' }],
 })

@@ -19,6 +19,9 @@ import {
 /** The command line itself is wrong (unknown command or option, missing or malformed argument): exit 2. */
 export class UsageError extends Error {}
 
+/** As long as the names of workspaces, folders and scripts: token:list prints it on the token's line. */
+const TOKEN_LABEL_MAX = 100
+
 export interface Args {
   values: Record<string, string | boolean | undefined>
   positionals: string[]
@@ -98,6 +101,7 @@ export const commands: Record<string, Command> = {
       const label = typeof args.values.label === 'string' ? args.values.label.trim() : ''
       // token:list prints one line per token, tab-separated.
       if (/[\x00-\x1f\x7f]/.test(label)) throw new UsageError('--label must be one line of text without tabs')
+      if ([...label].length > TOKEN_LABEL_MAX) throw new UsageError(`--label must be at most ${TOKEN_LABEL_MAX} characters`)
       const official = args.values.official === true
       return async ({ prisma }) => (await createToken(prisma, { workspace, official, label: label || undefined })).token
     },

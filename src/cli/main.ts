@@ -110,6 +110,9 @@ function parseCommandLine(command: Command, argv: string[]): Args {
   if (missing) throw new UsageError(`missing ${missing}`)
   const extra = args.positionals[command.positionals.length]
   if (extra !== undefined) throw new UsageError(`unexpected argument "${extra}"`)
+  // A blank argument is a missing one, as a blank option value is.
+  const blank = command.positionals.find((_, i) => args.positionals[i].trim() === '')
+  if (blank) throw new UsageError(`missing ${blank}`)
   return args
 }
 

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import { DeleteFolderQuery, FolderBody, FolderIdParams, FolderList, FolderRecord } from '../../schemas/folder.js'
 import type { PrismaClient } from '../db/database.js'
 import { fieldError, notFound } from '../errors/app-error.js'
@@ -45,7 +46,7 @@ export default async function folderRoutes(app: FastifyInstance, options: { pris
         operationId: 'createFolder',
         summary: 'Create a folder',
         description: 'Creates a folder; the name is trimmed and must be unique in the workspace (else 409 name_taken).',
-        body: FolderBody,
+        body: Type.Ref(FolderBody),
         response: {
           201: successResponse('The new folder', FolderRecord),
           ...problemResponsesWith({ 400: problems.badName, 409: problems.nameTaken }, 401, 413, 415, 429, 500, 503),
@@ -68,7 +69,7 @@ export default async function folderRoutes(app: FastifyInstance, options: { pris
         summary: 'Rename a folder',
         description: 'Renames the folder; its links stay in it. The new name must be unique in the workspace (else 409 name_taken).',
         params: FolderIdParams,
-        body: FolderBody,
+        body: Type.Ref(FolderBody),
         response: {
           200: successResponse('The renamed folder', FolderRecord),
           ...problemResponsesWith(

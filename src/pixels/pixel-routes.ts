@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import { formatMessages } from '../../schemas/formats.js'
 import { CreatePixelBody, Pixel, PixelList, PixelParams, UpdatePixelBody } from '../../schemas/pixel.js'
 import type { PrismaClient } from '../db/database.js'
@@ -54,7 +55,7 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
         operationId: 'createPixel',
         summary: 'Create a pixel',
         description: 'Links can then name it by its id (or by its platform and value).',
-        body: CreatePixelBody,
+        body: Type.Ref(CreatePixelBody),
         response: {
           201: successResponse('The new pixel', Pixel),
           ...problemResponsesWith({ 400: problems.badBody, 409: problems.exists }, 401, 413, 415, 429, 500, 503),
@@ -74,7 +75,7 @@ export default async function pixelRoutes(app: FastifyInstance, options: { prism
         summary: 'Update a pixel',
         description: 'Changes the fields present; every link that uses the pixel uses the changed one.',
         params: PixelParams,
-        body: UpdatePixelBody,
+        body: Type.Ref(UpdatePixelBody),
         response: {
           200: successResponse('The pixel after the change', Pixel),
           ...problemResponsesWith(

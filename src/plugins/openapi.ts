@@ -8,6 +8,31 @@ import type { Config } from '../config/config.js'
 import { HTTP_TIMEOUTS } from './http-server.js'
 import { documentHttpAnswers } from './openapi-http-answers.js'
 
+type Media = { schema?: { $ref?: string }; example?: unknown }
+interface OpenApiDocument {
+  components?: { schemas?: Record<string, { examples?: unknown[] }> }
+  paths?: Record<string, Record<string, { requestBody?: { content?: Record<string, Media> } } | undefined>>
+}
+
+/**
+ * Request bodies are named schemas (schemas/components.ts), so the document refers to them, and a reference drops the
+ * schema's example: each body gets its schema's first example back, as the answers have theirs.
+ */
+function withBodyExamples<T extends object>(document: T): T {
+  const { components, paths } = document as OpenApiDocument
+  const schemas = components?.schemas ?? {}
+  for (const operations of Object.values(paths ?? {})) {
+    for (const operation of Object.values(operations)) {
+      for (const media of Object.values(operation?.requestBody?.content ?? {})) {
+        const name = media.schema?.$ref?.replace('#/components/schemas/', '')
+        const example = name === undefined ? undefined : schemas[name]?.examples?.[0]
+        if (example !== undefined && media.example === undefined) media.example = example
+      }
+    }
+  }
+  return document
+}
+
 /**
  * The OpenAPI 3.1 document is generated from the route schemas (GET /openapi.json) and shown by
  * Swagger UI (GET /docs); nothing about the API is written twice.
@@ -59,6 +84,7 @@ export default fp(
         ],
       },
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+      transformObject: (document) => ('openapiObject' in document ? withBodyExamples(document.openapiObject) : document.swaggerObject),
     })
     await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())

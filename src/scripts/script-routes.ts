@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
+import { Type } from '@sinclair/typebox'
 import {
   CreateScriptBody,
   SCRIPT_CONTENT_MAX_BYTES,
@@ -90,7 +91,7 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
         operationId: 'createScript',
         summary: 'Create a script',
         description: 'Links attach it by id (linkScripts) and run it when linkScriptEnable is true.',
-        body: CreateScriptBody,
+        body: Type.Ref(CreateScriptBody),
         response: {
           201: successResponse('The new script', ScriptRecord),
           ...problemResponsesWith({ 400: problems.badBody, 413: problems.tooLarge }, 401, 415, 429, 500, 503),
@@ -111,7 +112,7 @@ export default async function scriptRoutes(app: FastifyInstance, options: { pris
         summary: 'Update a script',
         description: 'Changes the fields present; the links that attach the script run the new content.',
         params: ScriptIdParams,
-        body: UpdateScriptBody,
+        body: Type.Ref(UpdateScriptBody),
         response: {
           200: successResponse('The script after the change', ScriptRecord),
           ...problemResponsesWith(

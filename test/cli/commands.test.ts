@@ -139,7 +139,7 @@ t.test('workspace:create', async (t) => {
   t.same(await prisma.workspace.findUnique({ where: { id: Number(created.stdout) }, select: { name: true } }), { name: 'wc-acme' })
 
   fails(t, await cli('workspace:create', 'wc-acme'), 1, /A workspace named "wc-acme" already exists/)
-  fails(t, await cli('workspace:create', '  '), 1, /A workspace needs a name/)
+  fails(t, await cli('workspace:create', '  '), 2, /workspace:create: missing <name>/)
   fails(t, await cli('workspace:create'), 2, /workspace:create: missing <name>/)
   fails(t, await cli('workspace:create', 'wc-a', 'wc-b'), 2, /unexpected argument "wc-b"/)
   fails(t, await cli('workspace:create', `wc-${'x'.repeat(98)}`), 1, /^A workspace name may have at most 100 characters\n$/)
@@ -173,7 +173,11 @@ t.test('token:create', async (t) => {
   fails(t, await cli('token:create', '--workspace', ' '), 2, /missing --workspace <name>/)
   fails(t, await cli('token:create', '--workspace', 'tc-acme', 'extra'), 2, /unexpected argument "extra"/)
   fails(t, await cli('token:create', '--workspace', 'tc-acme', '--label', 'a\tb'), 2, /^token:create: --label must be one line/)
+  fails(t, await cli('token:create', '--workspace', 'tc-acme', '--label', 'l'.repeat(101)), 2, /^token:create: --label must be at most 100 characters/)
+  // A blank argument is a usage error (2), as a blank option value is.
+  fails(t, await cli('folder:create', '--workspace', 'tc-acme', ''), 2, /missing <folder-name>/)
   t.equal(await prisma.apiToken.count({ where: { workspaceId: workspace.id } }), 2, 'failures store nothing')
+  t.equal((await cli('token:create', '--workspace', 'tc-acme', '--label', 'é'.repeat(100))).code, 0, 'a label of 100 characters is fine')
 })
 
 t.test('token:revoke', async (t) => {
