@@ -8,11 +8,16 @@ export type CopyValue = string | number | boolean | null
 const SPECIAL = /[\\\t\n\r]/
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
 
+/** A text value as a field of a row (NULL as `\N`); a row's fields are joined by tabs. */
+export function copyField(text: string | null): string {
+  if (text === null) return '\\N'
+  return SPECIAL.test(text) ? text.replace(/[\\\t\n\r]/g, (character) => ESCAPES[character]) : text
+}
+
 function copyValue(value: CopyValue): string {
   if (value === null) return '\\N'
   if (typeof value === 'boolean') return value ? 't' : 'f'
-  const text = String(value)
-  return SPECIAL.test(text) ? text.replace(/[\\\t\n\r]/g, (character) => ESCAPES[character]) : text
+  return copyField(String(value))
 }
 
 export function copyText(rows: CopyValue[][]): string {

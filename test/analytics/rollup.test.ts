@@ -160,3 +160,22 @@ t.test('values too long for an aggregate key are cut to 1,024 bytes, whole chara
     `SELECT "destination" FROM "analytics"."Visit" WHERE "linkUniq" = $1 LIMIT 1`, long.uniq)
   t.equal(stored.destination, destination, 'the raw visit keeps the whole destination (the export shows it)')
 })
+
+t.test('raw visits go through COPY as they were: tabs, newlines, backslashes and \\N in their text, NULLs, a shared millisecond', async (t) => {
+  const link: Link = await api.link({ url: 'https://example.com/copy', id: 'copy' })
+  const odd = 'https://example.com/a\tb\nc\\d\re?\\N'
+  await storeVisits(database, [
+    visit(link, '2026-06-01T10:00:00.123Z', 1, { destination: odd, referrerHost: 'x\\y', os: '\\N', browser: null, country: null }),
+    visit(link, '2026-06-01T10:00:00.123Z', 2, { reason: 'rotator', ...bot }),
+    visit(link, '2026-06-01T10:00:00.124Z', 3),
+  ])
+  const rows = await prisma.$queryRawUnsafe<Record<string, unknown>[]>(
+    `SELECT "at", "destination", "referrerHost", "os", "browser", "country", "reason", "answer", "bot", "visitor"::text AS "visitor", "firstOfDay"
+     FROM "analytics"."Visit" WHERE "linkUniq" = $1 ORDER BY "seq"`,
+    link.uniq,
+  )
+  t.same(rows.map((row) => (row.at as Date).toISOString()), ['2026-06-01T10:00:00.123Z', '2026-06-01T10:00:00.123Z', '2026-06-01T10:00:00.124Z'])
+  t.same(rows[0], { ...rows[0], destination: odd, referrerHost: 'x\\y', os: '\\N', browser: null, country: null, visitor: '1', firstOfDay: true })
+  t.match(rows[1], { reason: 'rotator', answer: 'crawler', bot: true, os: null, firstOfDay: false })
+  t.match(rows[2], { destination: 'https://example.com/a', visitor: '3', bot: false })
+})
