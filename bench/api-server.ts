@@ -17,6 +17,8 @@
 import Fastify, { type FastifyInstance } from 'fastify'
 import pg from 'pg'
 import { randomBytes } from 'node:crypto'
+import { writeFile } from 'node:fs/promises'
+import { Session } from 'node:inspector/promises'
 import { buildApp, loggerOptions } from '../src/app.js'
 import { createFolder } from '../src/workspaces/workspace-repository.js'
 import { benchConfig, seedWorkspace } from './support/bench-service.js'
@@ -116,12 +118,26 @@ setInterval(() => {
   maxRss = Math.max(maxRss, process.memoryUsage().rss)
 }, 100).unref()
 
+let profiler: Session | undefined
 process.on('message', async (message: string) => {
   if (message === 'stats') {
     const cpu = process.cpuUsage()
     const memory = process.memoryUsage()
     maxRss = Math.max(maxRss, memory.rss)
-    process.send!({ cpuMicros: cpu.user + cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, startRss, maxRss, statements })
+    process.send!({ userMicros: cpu.user, cpuMicros: cpu.user + cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, startRss, maxRss, statements })
+  } else if (message === 'profile start') {
+    // BENCH_PROFILE_DIR: one scenario's run alone, not the start-up and warm-up a --cpu-prof profile holds too.
+    profiler ??= new Session()
+    profiler.connect()
+    await profiler.post('Profiler.enable')
+    await profiler.post('Profiler.start')
+    process.send!({ profiling: true })
+  } else if (message.startsWith('profile stop ')) {
+    const { profile } = await profiler!.post('Profiler.stop')
+    profiler!.disconnect()
+    const file = message.slice('profile stop '.length)
+    await writeFile(file, JSON.stringify(profile))
+    process.send!({ file })
   } else if (message === 'reset peak') {
     maxRss = process.memoryUsage().rss
     process.send!({ maxRss })

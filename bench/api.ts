@@ -24,12 +24,15 @@
  *
  * Options (environment): BENCH_DURATION (s per run, default 5), BENCH_CONNECTIONS (default 50), BENCH_ONLY
  * (comma-separated scenario names), BENCH_BULK (links per bulk request, default 100), BENCH_SERVICE_ARGS (extra
- * node flags for the service, e.g. --cpu-prof).
+ * node flags for the service, e.g. --cpu-prof), BENCH_PROFILE_DIR (a directory that gets a CPU profile of each
+ * scenario's run of the service alone, `<scenario>.cpuprofile`).
  */
 import autocannon from 'autocannon'
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
+import { mkdirSync } from 'node:fs'
 import { loadavg } from 'node:os'
+import { join } from 'node:path'
 import { ask, compileBench, startServer, stop } from './support/child-server.js'
 import { postgresCpu, postgresCpuMicros } from './support/postgres-cpu.js'
 
@@ -37,6 +40,8 @@ const DURATION = Number(process.env.BENCH_DURATION ?? 5)
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 50)
 const BULK = Number(process.env.BENCH_BULK ?? 100)
 const ONLY = process.env.BENCH_ONLY?.split(',').map((name) => name.trim())
+const PROFILE_DIR = process.env.BENCH_PROFILE_DIR
+if (PROFILE_DIR) mkdirSync(PROFILE_DIR, { recursive: true })
 const LINKS = 10_000
 
 interface Server {
@@ -215,6 +220,7 @@ async function load(server: Server, next: () => Request, seconds: number): Promi
   })
   const postgresAfter = postgresCpu()
   const after = await ask<Stats>(server, 'stats')
+  if (process.env.TMP_SPLIT) console.error('user µs/req', (((after as any).userMicros - (before as any).userMicros) / Math.max(1, result['2xx'])).toFixed(0), 'total', ((after.cpuMicros - before.cpuMicros) / Math.max(1, result['2xx'])).toFixed(0))
   const requests = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx']
   return {
     // Successes a second: an error answered fast must not count as throughput.
@@ -255,7 +261,9 @@ async function main() {
   let peak = 0
   for (const scenario of selected) {
     const bareRun = await load(bare, scenario.bare(bare), DURATION)
+    if (PROFILE_DIR) await ask(service, 'profile start')
     const serviceRun = await load(service, scenario.service(service), DURATION)
+    if (PROFILE_DIR) await ask(service, `profile stop ${join(PROFILE_DIR, `${scenario.name}.cpuprofile`)}`)
     peak = Math.max(peak, serviceRun.maxRss)
     rows.push({ scenario, service: serviceRun, bare: bareRun })
     process.stdout.write(`  ${scenario.name} done\n`)
@@ -265,10 +273,10 @@ async function main() {
   console.log('')
   console.log(`load average after: ${loadavg().map((n) => n.toFixed(2)).join(' ')}`)
   console.log(
-    '| scenario    | service req/s | p50 ms | p99 ms | errors | stmts/req | CPU µs/req | PG µs/req | reference        | ref req/s | ref p50 | ref p99 | ref err | ref PG µs/req | ratio | peak RSS |',
+    '| scenario    | service req/s | p50 ms | p99 ms | errors | stmts/req | CPU µs/req | PG µs/req | reference        | ref req/s | ref p50 | ref p99 | ref err | ref CPU µs/req | ref PG µs/req | ratio | peak RSS |',
   )
   console.log(
-    '|-------------|--------------:|-------:|-------:|-------:|----------:|-----------:|----------:|------------------|----------:|--------:|--------:|--------:|--------------:|------:|---------:|',
+    '|-------------|--------------:|-------:|-------:|-------:|----------:|-----------:|----------:|------------------|----------:|--------:|--------:|--------:|---------------:|--------------:|------:|---------:|',
   )
   for (const { scenario, service: s, bare: b } of rows) {
     const per = scenario.perRequest ?? 1
@@ -278,7 +286,7 @@ async function main() {
     console.log(
       `| ${label.padEnd(11)} | ${fmt(s.rps, 0, 13)} | ${fmt(s.p50, 1, 6)} | ${fmt(s.p99, 1, 6)} | ${fmt(s.errors, 0, 6)} | ${fmt(s.statementsPerRequest, 2, 9)} | ` +
         `${fmt(s.cpuPerRequest, 0, 10)} | ${postgresColumn(s, 9)} | ${`bare ${scenario.reference}`.padEnd(16)} | ${fmt(b.rps, 0, 9)} | ${fmt(b.p50, 1, 7)} | ` +
-        `${fmt(b.p99, 1, 7)} | ${fmt(b.errors, 0, 7)} | ${postgresColumn(b, 13)} | ${fmt(100 * ratio, 0, 4)}% | ${mb(s.maxRss).padStart(8)} |`,
+        `${fmt(b.p99, 1, 7)} | ${fmt(b.errors, 0, 7)} | ${fmt(b.cpuPerRequest, 0, 14)} | ${postgresColumn(b, 13)} | ${fmt(100 * ratio, 0, 4)}% | ${mb(s.maxRss).padStart(8)} |`,
     )
   }
   const bulk = rows.find((row) => row.scenario.name === 'bulk')

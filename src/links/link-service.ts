@@ -257,11 +257,14 @@ export async function updateLinkFields(
   // Even an update that changes nothing is a successful update: it is admitted (and counted) like any other.
   await admit()
   await hashNewPassword(changes, request.link)
-  // An empty `link` returns the link unchanged (contract section 7), and so does one that only repeats what is
-  // stored: autofill does not run, and updatedDate stays.
-  if (changesNothing(link, changes)) return { link, autofill: SKIPPED }
+  // An empty `link` (no field but the link's own domain and id, or none the API knows) returns the link unchanged
+  // (contract section 7): nothing is fetched, and updatedDate stays.
+  if (Object.keys(changes).length === 0) return { link, autofill: SKIPPED }
   const merged = { ...link, ...changes }
+  // Any other update runs autofill when a field is empty after the merge (section 12), even one that only repeats
+  // what is stored (a client asking for `title: null` to be filled); if nothing is filled, nothing is written.
   const autofill = request.autofill === false ? SKIPPED : await context.autofill.fill(merged.url, merged)
+  if (changesNothing(link, changes) && Object.keys(autofill.filled).length === 0) return { link, autofill }
   // A field the request emptied takes the page's value as it is; one it left alone only if still empty (updateLink).
   const set: Partial<LinkSettings> = { ...changes }
   const fill: PageMetadata = {}

@@ -570,6 +570,19 @@ t.test('update: an empty link and autofill false fetch nothing', async (t) => {
   t.equal(fetches('/update/untouched'), 0)
 })
 
+t.test('update: repeating what is stored (title null on a link without one) still fills what is empty after the merge', async (t) => {
+  // Review core: a link created with autofill off, then sent {title: null} to have it filled, was answered "skipped".
+  serve('/update/repeat', COMPLETE_PAGE)
+  const link = await bareLink('/update/repeat')
+  const response = await api.update(link.uniq, { title: null, url: server.url('/update/repeat') })
+  await expectLink(t, response, 'filled', FROM_PAGE, 200)
+  t.ok(response.json().updatedDate > link.updatedDate, 'written: a new updatedDate')
+  t.equal(fetches('/update/repeat'), 1)
+  const again = await api.update(link.uniq, { title: response.json().title })
+  await expectLink(t, again, 'skipped', FROM_PAGE, 200)
+  t.equal(again.json().updatedDate, response.json().updatedDate, 'nothing empty and nothing changed: nothing written')
+})
+
 t.test('update: changing only the note of a link with empty metadata fills it', async (t) => {
   serve('/update/note', COMPLETE_PAGE)
   const link = await bareLink('/update/note')
