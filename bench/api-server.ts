@@ -124,7 +124,7 @@ process.on('message', async (message: string) => {
     const cpu = process.cpuUsage()
     const memory = process.memoryUsage()
     maxRss = Math.max(maxRss, memory.rss)
-    process.send!({ userMicros: cpu.user, cpuMicros: cpu.user + cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, startRss, maxRss, statements })
+    process.send!({ cpuMicros: cpu.user + cpu.system, rss: memory.rss, heapUsed: memory.heapUsed, startRss, maxRss, statements })
   } else if (message === 'profile start') {
     // BENCH_PROFILE_DIR: one scenario's run alone, not the start-up and warm-up a --cpu-prof profile holds too.
     profiler ??= new Session()

@@ -220,7 +220,6 @@ async function load(server: Server, next: () => Request, seconds: number): Promi
   })
   const postgresAfter = postgresCpu()
   const after = await ask<Stats>(server, 'stats')
-  if (process.env.TMP_SPLIT) console.error('user µs/req', (((after as any).userMicros - (before as any).userMicros) / Math.max(1, result['2xx'])).toFixed(0), 'total', ((after.cpuMicros - before.cpuMicros) / Math.max(1, result['2xx'])).toFixed(0))
   const requests = result['1xx'] + result['2xx'] + result['3xx'] + result['4xx'] + result['5xx']
   return {
     // Successes a second: an error answered fast must not count as throughput.
