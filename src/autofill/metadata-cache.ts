@@ -7,7 +7,9 @@
 import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
 import { withDeadline } from '../redis/redis-client.js'
-import type { PageMetadata } from './metadata.js'
+import { LIMITS } from '../../schemas/link.js'
+import { codePointLength, httpUrlProblem } from '../../schemas/formats.js'
+import { METADATA_FIELDS, type PageMetadata } from './metadata.js'
 
 export const METADATA_TTL_MS = 60 * 60 * 1000
 export const FAILURE_TTL_MS = 60 * 1000
@@ -18,6 +20,30 @@ export type CachedPage = { metadata: PageMetadata } | { failure: string }
 export interface MetadataCache {
   get(url: string): Promise<CachedPage | undefined>
   set(url: string, page: CachedPage): Promise<void>
+}
+
+/** What each field may hold: text within the field's limit, or an http(s) address the API would take. */
+const FIELD_CHECKS: Record<(typeof METADATA_FIELDS)[number], (text: string) => boolean> = {
+  title: (text) => codePointLength(text) <= LIMITS.title,
+  description: (text) => codePointLength(text) <= LIMITS.description,
+  image: (text) => httpUrlProblem(text) === undefined,
+  favicon: (text) => httpUrlProblem(text) === undefined,
+}
+
+/**
+ * Whether a value read back from Redis is a page as this service writes them. Anything else (another version's
+ * format during a rolling upgrade, a value someone set by hand) is a miss: autofill fetches the page, rather than
+ * failing the request on a shape it does not know.
+ */
+export function isCachedPage(value: unknown): value is CachedPage {
+  if (!value || typeof value !== 'object' || Array.isArray(value)) return false
+  if ('failure' in value) return typeof value.failure === 'string'
+  if (!('metadata' in value) || !value.metadata || typeof value.metadata !== 'object') return false
+  const metadata = value.metadata as Record<string, unknown>
+  return METADATA_FIELDS.every((field) => {
+    const text = metadata[field]
+    return text === undefined || (typeof text === 'string' && FIELD_CHECKS[field](text))
+  })
 }
 
 export const ttlOf = (page: CachedPage) => ('failure' in page ? FAILURE_TTL_MS : METADATA_TTL_MS)
@@ -67,7 +93,9 @@ export class RedisMetadataCache implements MetadataCache {
 
   async get(url: string): Promise<CachedPage | undefined> {
     const value = await withDeadline(this.redis.get(this.key(url)), this.options.deadlineMs)
-    return value ? (JSON.parse(value) as CachedPage) : undefined
+    if (!value) return undefined
+    const page: unknown = JSON.parse(value)
+    return isCachedPage(page) ? page : undefined
   }
 
   async set(url: string, page: CachedPage): Promise<void> {

@@ -76,10 +76,14 @@ export function cleanText(value: string): string {
     .trim()
 }
 
-/** The first value that resolves against the page to an http(s) URL the link fields accept. */
+/**
+ * The first value that resolves against the page to an http(s) URL the link fields accept. Read as a browser reads
+ * it: the URL parser drops the tabs and newlines inside and the controls and spaces around (an address broken over
+ * two lines in the page's source is one address); cleaned as text, they became spaces, written %20.
+ */
 function firstAddress(values: (string | undefined)[], pageUrl: URL): string | undefined {
   for (const value of values) {
-    const raw = cleanText(value ?? '')
+    const raw = (value ?? '').trim()
     if (!raw) continue
     let resolved: string
     try {

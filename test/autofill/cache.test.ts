@@ -51,6 +51,23 @@ t.test('two instances share the Redis cache: one fetch for both; an hour for met
   t.ok(failureTtl > 0 && failureTtl <= FAILURE_TTL_MS, `a failure kept for a minute (${failureTtl} ms left)`)
 })
 
+t.test('a cached value of another shape (another version, set by hand) is a miss: the page is fetched, never a 500', { skip: REDIS_URL ? false : 'REDIS_URL is not set' }, async (t) => {
+  const keyPrefix = redisKeyPrefix(t)
+  const { app } = await buildTestApp(t, { database, env: { ...ALLOW_PRIVATE, REDIS_URL: REDIS_URL! }, autofill: { keyPrefix }, rateLimits: { keyPrefix } })
+  const redis = new Redis(REDIS_URL!)
+  t.teardown(() => redis.disconnect())
+  const cache = new RedisMetadataCache(redis, { keyPrefix })
+  const odd = ['{}', '"x"', '[1]', '{"metadata":{"title":5}}', '{"metadata":{"image":"javascript:alert(1)"}}', `{"metadata":{"title":"${'t'.repeat(513)}"}}`, '{"failure":7}', 'not json']
+  for (const [i, value] of odd.entries()) {
+    const url = server.url(`/page?odd=${i}`)
+    await redis.set(cache.key(url), value, 'PX', 60_000)
+    const response = await client(app, token).create({ url })
+    t.equal(response.statusCode, 201, `${value.slice(0, 40)}: created`)
+    t.equal(response.headers['x-autofill'], 'filled', `${value.slice(0, 40)}: filled from the page`)
+    t.equal(json(response).title, 'Cached page')
+  }
+})
+
 t.test('a Redis that cannot be reached: pages are fetched without the cache, and it is logged once', async (t) => {
   const port = await freePort()
   const warnings: string[] = []

@@ -291,6 +291,15 @@ t.test('entities are decoded; white space is collapsed and trimmed', async (t) =
   })
 })
 
+t.test('an image or icon address broken over lines is read as a browser reads it: tabs and newlines dropped', async (t) => {
+  serve('/text/broken-address', title('Broken address') + og('image', ' /very\nlong\t.png ') + '<link rel="icon" href="/ic\non.png">')
+  await expectLink(t, await create('/text/broken-address'), 'partial', {
+    title: 'Broken address',
+    image: `${origin}/verylong.png`,
+    favicon: `${origin}/icon.png`,
+  })
+})
+
 t.test('control characters in a title do not break the create and are not stored', async (t) => {
   serve('/text/control', title('Bell\u0007and\u001bescape\u0085next'))
   await expectLink(t, await create('/text/control'), 'partial', { title: 'Bell and escape next', favicon: `${origin}/favicon.ico` })
