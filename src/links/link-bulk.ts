@@ -45,9 +45,13 @@ const AUTOFILL_CONCURRENCY = 8
 /** New passwords hashed at once for one request (scrypt runs on libuv's pool of four threads). */
 const PASSWORD_HASH_CONCURRENCY = 2
 
-/** `work` for each item, `size` at a time: a group starts once the one before has finished. */
-async function inGroupsOf<T>(size: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
-  for (let start = 0; start < items.length; start += size) await Promise.all(items.slice(start, start + size).map(work))
+/** `work` for each item in order, at most `size` at a time: the next starts as soon as any one finishes. */
+async function atMost<T>(size: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0
+  const worker = async () => {
+    while (next < items.length) await work(items[next++])
+  }
+  await Promise.all(Array.from({ length: Math.min(size, items.length) }, worker))
 }
 
 export type BulkItemResult = { status: 201; link: StoredLink } | { status: number; problem: ProblemBody }
@@ -162,12 +166,12 @@ export async function createLinks(
   let lost = false
   try {
     // Two at a time: libuv's other threads stay free for the visitors' password checks (hashNewPassword).
-    await inGroupsOf(PASSWORD_HASH_CONCURRENCY, admitted, (item) => hashNewPassword(item.settings, item.link))
+    await atMost(PASSWORD_HASH_CONCURRENCY, admitted, (item) => hashNewPassword(item.settings, item.link))
     // Outside any transaction, a few at a time: each fetch may take the whole AUTOFILL_TIMEOUT_MS. Once the instance
     // is closing no more pages are fetched (the rest are stored as sent, autofill skipped): a batch of slow pages
     // would otherwise outlast the close's wait for requests under way, and be cut off unanswered.
     if (request.autofill !== false) {
-      await inGroupsOf(AUTOFILL_CONCURRENCY, admitted, async (item) => {
+      await atMost(AUTOFILL_CONCURRENCY, admitted, async (item) => {
         if (context.closing?.()) return
         const autofill = await context.autofill.fill(item.settings.url, item.settings)
         Object.assign(item.settings, autofill.filled)

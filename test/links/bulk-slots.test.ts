@@ -245,3 +245,27 @@ t.test('once the instance is closing, the waiting batches are answered 503 at on
   await closed
   t.equal(await prisma.link.count({ where: { slug: 'closing-waiting' } }), 0, 'nothing stored for the one sent away')
 })
+
+t.test("a batch's pages are fetched 8 at a time, the next as soon as any one is done (not once the 8 are)", async (t) => {
+  const held = Array.from({ length: 10 }, (_, i) => {
+    const page_ = answerWhenReleased(t, page(`<!doctype html><title>Page ${i}</title>`))
+    pages.route(`/pool/${i}`, page_.handler)
+    return page_
+  })
+  const fetched = () => held.filter((_, i) => pages.requests(`/pool/${i}`).length > 0).length
+  const answer = app.inject({
+    method: 'POST',
+    url: '/v1/links/bulk',
+    headers,
+    payload: JSON.stringify({ autofill: true, links: held.map((_, i) => ({ url: pages.url(`/pool/${i}`) })) }),
+  })
+  t.ok(await waitFor(() => fetched() === 8, 5000), 'eight fetches under way')
+  await new Promise((resolve) => setTimeout(resolve, 100))
+  t.equal(fetched(), 8, 'and no more')
+  held[3].release()
+  t.ok(await waitFor(() => fetched() === 9, 5000), 'one done: the ninth starts while seven are still waiting')
+  for (const page_ of held) page_.release()
+  const response = await answer
+  t.equal(response.statusCode, 200)
+  t.same(response.json().results.map((result: { link: { title: string } }) => result.link.title), held.map((_, i) => `Page ${i}`))
+})
