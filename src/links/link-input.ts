@@ -8,7 +8,8 @@ import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
-import { fieldError, redirectLoop, validationFailed } from '../errors/app-error.js'
+import { AppError, fieldError, redirectLoop, validationFailed } from '../errors/app-error.js'
+import { mergedFieldProblems } from '../errors/field-checks.js'
 import { shortDomainsAmong } from './domains.js'
 import { pixelId } from '../pixels/pixel-service.js'
 import { hashPassword } from './password.js'
@@ -151,8 +152,15 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
     }
   }
 
-  if (errors.length > 0) throw validationFailed(errors)
-  await refuseRedirectLoops(out, context)
+  // The destinations that pass their rules are checked for loops even when other fields failed: one 400 names all.
+  const loops = await refuseRedirectLoops(out, context).then(() => undefined, (error: unknown) => error)
+  if (errors.length > 0) {
+    const failures = [validationFailed(errors)]
+    if (loops instanceof AppError) failures.push(loops)
+    else if (loops !== undefined) throw loops
+    throw mergedFieldProblems(failures)
+  }
+  if (loops !== undefined) throw loops
   return out
 }
 

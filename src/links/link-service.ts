@@ -73,8 +73,10 @@ export async function checkNewLink(
   const [parsed, domain] = await checkTogether(
     parseLinkInput(link, { ...context, workspaceId: caller.workspaceId }),
     resolveLinkDomain(context.prisma, context.config, caller, link.domain),
+    (async () => {
+      if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
+    })(),
   )
-  if (link.id !== undefined && isReservedSlug(link.id)) throw slugReserved(link.id)
   return { parsed, domain }
 }
 

@@ -164,6 +164,34 @@ t.test('a 400 names the fields of the rules and of the domain together, on a cre
   t.same((await prisma.link.findUniqueOrThrow({ where: { uniq: link.uniq } })).folderId, null, 'nothing changed')
 })
 
+t.test('a redirect loop and a reserved slug are named with the other fields; alone, each keeps its own code', async (t) => {
+  const paths = (response: { json(): { errors: { path: string }[] } }) => response.json().errors.map((error) => error.path).sort()
+  const before = await storedCounts()
+  const loop = "https://go.rules.test/x"
+  // Review core: each stage answered alone, so a client fixing the named field met a 400 for another.
+  const cases: [Record<string, unknown>, string, string[]][] = [
+    [{ url: 'https://example.com/x', title: 'ok', folderId: 99999, id: 'v1' }, 'validation_failed', ['/link/folderId', '/link/id']],
+    [{ url: loop, folderId: 99999 }, 'validation_failed', ['/link/folderId', '/link/url']],
+    [{ url: loop, id: 'docs' }, 'validation_failed', ['/link/id', '/link/url']],
+    [{ url: loop }, 'redirect_loop', ['/link/url']],
+    [{ url: 'https://example.com/x', id: 'docs' }, 'slug_reserved', ['/link/id']],
+  ]
+  for (const [link, code, expected] of cases) {
+    const response = await api.create(link, { autofill: false })
+    t.equal(response.statusCode, 400, JSON.stringify(link))
+    t.equal(response.json().code, code, `${JSON.stringify(link)}: ${code}`)
+    t.same(paths(response), expected, `${JSON.stringify(link)}: every field named`)
+  }
+  const bulk = await app.inject({
+    method: 'POST',
+    url: '/v1/links/bulk',
+    headers: { 'api-authorization': token, 'content-type': 'application/json' },
+    payload: { autofill: false, links: [{ url: loop, id: 'docs', folderId: 99999 }] },
+  })
+  t.same(bulk.json().results[0].problem.errors.map((error: { path: string }) => error.path).sort(), ['/links/0/folderId', '/links/0/id', '/links/0/url'])
+  t.same(await storedCounts(), before, 'nothing is stored')
+})
+
 t.test('accepted: tolerant and normalised inputs', async (t) => {
   const folder = await prisma.folder.create({ data: { workspaceId, name: 'mine' } })
   const pixel = await prisma.pixel.create({ data: { workspaceId, platform: 'gtm', value: 'GTM-1' } })
