@@ -4,6 +4,7 @@ import envSchema from 'env-schema'
 import ipaddr from 'ipaddr.js'
 import { readFileSync } from 'node:fs'
 import { domainToASCII } from 'node:url'
+import { redisDatabaseIndex } from '../redis/database-index.js'
 
 /** The environment the service reads, with defaults; `.env.example` explains each variable. */
 const EnvSchema = Type.Object({
@@ -206,9 +207,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, options: { dote
   }
   checkConnectionUrl('DATABASE_URL', parsed.DATABASE_URL)
   checkConnectionUrl('REDIS_URL', parsed.REDIS_URL)
-  // ioredis reads the path as the database index with parseInt and, should SELECT fail, goes on in database 0.
-  if (parsed.REDIS_URL !== undefined && !/^\/?\d{0,5}$/.test(new URL(parsed.REDIS_URL).pathname)) {
-    throw new ConfigError('REDIS_URL: the path must be a database index, a whole number (redis://host:6379/2), or nothing')
+  // ioredis reads the database index (the path, else ?db=) with parseInt and, should SELECT fail, goes on in database 0.
+  if (parsed.REDIS_URL !== undefined && !/^\d{0,5}$/.test(redisDatabaseIndex(parsed.REDIS_URL))) {
+    throw new ConfigError('REDIS_URL: the database index (the path, or ?db=) must be a whole number (redis://host:6379/2), or nothing')
   }
 
   const defaultDomain = parseHost('DEFAULT_DOMAIN', parsed.DEFAULT_DOMAIN)

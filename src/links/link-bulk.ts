@@ -48,8 +48,15 @@ const PASSWORD_HASH_CONCURRENCY = 2
 /** `work` for each item in order, at most `size` at a time: the next starts as soon as any one finishes. */
 async function atMost<T>(size: number, items: T[], work: (item: T) => Promise<void>): Promise<void> {
   let next = 0
+  let failed = false
   const worker = async () => {
-    while (next < items.length) await work(items[next++])
+    // Once one has failed (the request fails with it), the others start nothing new.
+    while (!failed && next < items.length) {
+      await work(items[next++]).catch((error: unknown) => {
+        failed = true
+        throw error
+      })
+    }
   }
   await Promise.all(Array.from({ length: Math.min(size, items.length) }, worker))
 }

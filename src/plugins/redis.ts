@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import fp from 'fastify-plugin'
 import type { Redis } from 'ioredis'
 import { ConfigError, type Config } from '../config/config.js'
+import { redisDatabaseIndex } from '../redis/database-index.js'
 import { closeRedisClient, createRedisClient, firstConnection, withDeadline } from '../redis/redis-client.js'
 
 /** The client's connection errors and reconnection attempts since start: metrics. */
@@ -31,7 +32,7 @@ const MISSING_DATABASE = /DB index is out of range|invalid DB index/i
  * unavailable, with its fallback) and an error is logged.
  */
 async function checkDatabaseIndex(app: FastifyInstance, client: Redis, url: string): Promise<void> {
-  const index = Number(new URL(url).pathname.slice(1) || 0)
+  const index = Number(redisDatabaseIndex(url) || 0)
   if (index === 0) return
   const refused = (error: unknown) => error instanceof Error && MISSING_DATABASE.test(error.message)
   let started = false

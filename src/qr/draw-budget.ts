@@ -12,7 +12,10 @@ import { AppError } from '../errors/app-error.js'
 export const QR_DRAW_MS_PER_SECOND = 250
 
 export const qrBusy = () =>
-  new AppError(503, 'unavailable', 'Too many QR codes are being drawn right now; try again in a second', undefined, { 'retry-after': '1' })
+  new AppError(503, 'unavailable', 'Too many QR codes are being drawn right now; try again in a second', undefined, {
+    'retry-after': '1',
+    'cache-control': 'no-store',
+  })
 
 export class DrawBudget {
   private secondStartedAt = -Infinity

@@ -42,10 +42,12 @@ function matches(ifNoneMatch: string | undefined, etag: string): boolean {
 export function sendQr(request: FastifyRequest, reply: FastifyReply, shortUrl: string, options: QrOptions, cacheControl: string) {
   const matrix = encodeQr(shortUrl, options)
   const etag = qrEtag(shortUrl, options)
-  reply.header('cache-control', cacheControl).header('etag', etag)
-  if (matches(request.headers['if-none-match'], etag)) return reply.code(304).send()
+  if (matches(request.headers['if-none-match'], etag)) return reply.code(304).header('cache-control', cacheControl).header('etag', etag).send()
+  // Drawn before the image's headers are set: a 503 of a spent budget must not be kept by a cache as the image.
   const image = request.server.qrDrawing.run(() => drawQr(matrix, options))
   return reply
+    .header('cache-control', cacheControl)
+    .header('etag', etag)
     .type(image.contentType)
     .header('content-security-policy', IMAGE_CSP)
     .header('x-content-type-options', 'nosniff')

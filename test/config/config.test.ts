@@ -90,8 +90,9 @@ t.test('an invalid value stops the start with a message naming the variable', as
     [{ TRUST_PROXY: '::::' }, /TRUST_PROXY/],
     [{ REDIS_URL: 'redis://x:notaport' }, /REDIS_URL is not a valid URL/],
     // ioredis would SELECT NaN, fail, and go on in database 0.
-    [{ REDIS_URL: 'redis://x:6379/abc' }, /REDIS_URL: the path must be a database index/],
-    [{ REDIS_URL: 'redis://x:6379/1/2' }, /REDIS_URL: the path must be a database index/],
+    [{ REDIS_URL: 'redis://x:6379/abc' }, /REDIS_URL: the database index/],
+    [{ REDIS_URL: 'redis://x:6379/1/2' }, /REDIS_URL: the database index/],
+    [{ REDIS_URL: 'redis://x:6379?db=abc' }, /REDIS_URL: the database index/],
     [{ DATABASE_URL: 'postgresql://u:secret@127.0.0.1:notaport/db' }, /DATABASE_URL is not a valid URL/],
     [{ PORT: '0x0BB9' }, /PORT must be a whole number/],
     [{ PORT: '1e3' }, /PORT must be a whole number/],

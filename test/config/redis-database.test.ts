@@ -25,6 +25,16 @@ t.test('a database index this Redis does not have stops the start with a message
   )
 })
 
+t.test('the index given as ?db= is checked alike', needsRedis, async (t) => {
+  const url = new URL(redisUrl!)
+  url.pathname = ''
+  url.searchParams.set('db', '99999')
+  await t.rejects(buildApp({ config: testConfig({ REDIS_URL: url.toString() }), database, logger: false, autofill: testAutofill() }), {
+    name: 'ConfigError',
+    message: /REDIS_URL names database 99999/,
+  })
+})
+
 t.test('an index it has is the one used', needsRedis, async (t) => {
   const app = await buildApp({ config: testConfig({ REDIS_URL: withIndex(3), REDIS_KEY_PREFIX: `index-test-${process.pid}:` }), database, logger: false, autofill: testAutofill() })
   t.teardown(() => app.close())

@@ -55,6 +55,42 @@ t.test('the database renamed away while the service runs: 503 with Retry-After, 
   t.equal(again.statusCode, 200, 'answers again, no restart')
 })
 
+t.test('CONNECT revoked from the service\'s role (42501, FATAL): 503 with Retry-After, not 500', needsServer, async (t) => {
+  const { database, url } = await openTestDatabase(t)
+  const name = new URL(url!).pathname.slice(1)
+  const role = `${name}_service`
+  const admin = new pg.Client({ connectionString: url })
+  await admin.connect()
+  t.teardown(() => admin.end())
+  await admin.query(`CREATE ROLE "${role}" LOGIN`)
+  await admin.query(`GRANT USAGE ON SCHEMA public, analytics TO "${role}"`)
+  await admin.query(`GRANT ALL ON ALL TABLES IN SCHEMA public, analytics TO "${role}"`)
+  await admin.query(`GRANT ALL ON ALL SEQUENCES IN SCHEMA public, analytics TO "${role}"`)
+  const asRole = new URL(url!)
+  asRole.username = role
+  const restricted = await openDatabase({ databaseUrl: asRole.toString(), dataDir: 'unused', migrate: false })
+  const app = await buildApp({ config: testConfig(), database: restricted, closeDatabase: true, logger: false, autofill: testAutofill() })
+  t.teardown(async () => {
+    await app.close()
+    // The role goes with the database's teardown's DROP only once it owns and holds nothing.
+    const cleanup = new pg.Client({ connectionString: serverUrl })
+    await cleanup.connect()
+    await cleanup.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, [role])
+    await cleanup.end()
+    await admin.query(`GRANT CONNECT ON DATABASE "${name}" TO PUBLIC`)
+    await admin.query(`DROP OWNED BY "${role}"`)
+    await admin.query(`DROP ROLE "${role}"`)
+  })
+  const token = await createWorkspaceToken(database.prisma, { workspace: 'revoked', defaultDomain: 'go.revoked.test' })
+  t.equal((await apiClient(app, token).get('/v1/links')).statusCode, 200, 'the role can work')
+  await admin.query(`REVOKE CONNECT ON DATABASE "${name}" FROM PUBLIC, "${role}"`)
+  await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1`, [role])
+  const response = await apiClient(app, token).get('/v1/links')
+  t.equal(response.statusCode, 503, response.body)
+  t.equal(response.headers['retry-after'], String(RETRY_AFTER_UNAVAILABLE_SECONDS))
+  t.match(json(response), { code: 'unavailable' })
+})
+
 t.test('a role the server does not know (28000): 503 with Retry-After, not 500', needsServer, async (t) => {
   const url = new URL(serverUrl!)
   url.username = 'no_such_role_here'

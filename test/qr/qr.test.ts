@@ -418,6 +418,8 @@ t.test('drawing has a budget per second, shared by both routes: past it a 503 wi
   for (const refused of [await apiQr(), await visit(limited.app, '/Winter/qr?size=500')]) {
     t.equal(refused.statusCode, 503)
     t.equal(refused.headers['retry-after'], '1')
+    t.equal(refused.headers['cache-control'], 'no-store', 'no cache keeps the refusal as the image')
+    t.equal(refused.headers.etag, undefined, 'nor does it carry the tag of an image it does not hold')
     t.match(refused.json(), { code: 'unavailable', detail: /QR codes/ })
   }
   const cached = await limited.app.inject({
