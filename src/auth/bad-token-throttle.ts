@@ -24,6 +24,16 @@ export interface SharedFailureCount {
   count(address: string, windowMs: number): Promise<{ failures: number; endsInMs: number }>
 }
 
+export interface BadTokenThrottleOptions {
+  /** Bad tokens an address may send in a window (default 30); the next is refused. */
+  limit?: number
+  /** The window, in ms (default a minute), from the address's first bad token. */
+  windowMs?: number
+  now?: () => number
+  /** The count every instance shares (Redis), beside the process's own. */
+  shared?: SharedFailureCount
+}
+
 export class BadTokenThrottle {
   private readonly windows = new Map<string, { startedAt: number; failures: number }>()
   /** Addresses over the limit by the shared count, until when (ms). */
@@ -31,12 +41,17 @@ export class BadTokenThrottle {
   /** Requests refused (429) because their address was blocked: metrics. */
   refusals = 0
 
-  constructor(
-    private readonly limit = 30,
-    private readonly windowMs = 60_000,
-    private readonly now: () => number = Date.now,
-    private readonly shared?: SharedFailureCount,
-  ) {}
+  private readonly limit: number
+  private readonly windowMs: number
+  private readonly now: () => number
+  private readonly shared?: SharedFailureCount
+
+  constructor(options: BadTokenThrottleOptions = {}) {
+    this.limit = options.limit ?? 30
+    this.windowMs = options.windowMs ?? 60_000
+    this.now = options.now ?? Date.now
+    this.shared = options.shared
+  }
 
   /** Seconds until the address may try again, or 0 when it is not blocked. */
   blockedFor(address: string): number {

@@ -48,7 +48,7 @@ export const TOKEN_HEADER = 'api-authorization'
 export default fp(
   async function auth(app: FastifyInstance, options: { config: Config; throttle?: BadTokenThrottle; cache?: TokenCacheOptions }) {
     const shared = app.redis ? new RedisFailureCount(app.redis, app.log, options.config.redisKeyPrefix) : undefined
-    const throttle = options.throttle ?? new BadTokenThrottle(undefined, undefined, undefined, shared)
+    const throttle = options.throttle ?? new BadTokenThrottle({ shared })
     // The token's record was one statement on every API request; it changes only when the token is revoked.
     const tokens = new TtlCache<string, TokenRecord | null>({
       ttlMs: options.cache?.ttlMs ?? CACHE_TTL_MS,

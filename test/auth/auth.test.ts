@@ -63,7 +63,7 @@ t.test("another workspace's link behaves exactly as if it did not exist", async 
 
 t.test('more than 30 bad tokens from one address in a minute get 429 until the minute has passed', async (t) => {
   let now = 1_000_000
-  const throttled = await buildTestApp(t, { throttle: new BadTokenThrottle(30, 60_000, () => now) })
+  const throttled = await buildTestApp(t, { throttle: new BadTokenThrottle({ limit: 30, windowMs: 60_000, now: () => now }) })
   const good = await createWorkspaceToken(throttled.prisma, { workspace: 'w', defaultDomain: 'go.w.test' })
   const attempt = (token: string, remoteAddress = '203.0.113.7') =>
     throttled.app.inject({
@@ -107,7 +107,7 @@ t.test('with Redis, an address gets 30 bad tokens a minute across all instances,
 t.test('while Redis does not answer, each instance still counts on its own', async (t) => {
   const redis = { defineCommand() {}, badTokenCount: () => Promise.reject(new Error('Redis did not answer')) }
   const log = { warn: () => {} }
-  const throttle = new BadTokenThrottle(2, 60_000, Date.now, new RedisFailureCount(redis as never, log as never))
+  const throttle = new BadTokenThrottle({ limit: 2, shared: new RedisFailureCount(redis as never, log as never) })
   t.equal(await throttle.recordFailure('192.0.2.9'), 0)
   t.equal(await throttle.recordFailure('192.0.2.9'), 0)
   t.ok((await throttle.recordFailure('192.0.2.9')) > 0, 'blocked by the local count')
@@ -115,7 +115,7 @@ t.test('while Redis does not answer, each instance still counts on its own', asy
 
 t.test('the throttle forgets ended windows as it goes and follows at most MAX_TRACKED_ADDRESSES addresses', async (t) => {
   let now = 0
-  const throttle = new BadTokenThrottle(2, 60_000, () => now)
+  const throttle = new BadTokenThrottle({ limit: 2, windowMs: 60_000, now: () => now })
   // A steady stream of bad tokens from ever new addresses: only the last minute's addresses are kept.
   for (let i = 0; i < 30_000; i++) {
     now = i * 10
