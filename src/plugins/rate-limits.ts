@@ -309,16 +309,17 @@ export default fp(
           // Let through unlimited (allow) and succeeded: the slot is its own. Refused (deny) or failed: not.
           giveBackLate(state.late, policy === 'allow' && consumed ? 1 : 0)
         }
+        // The counters could not be read: where the quota stands is unknown, but not what it is.
+        const policyOnly = async () => void reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
         if (state && 'storeFailed' in state) {
-          // The counters could not be read: where the quota stands is unknown, but not what it is.
-          reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
+          await policyOnly()
           return payload
         }
         if (state && !('decision' in state)) return payload
         if (reply.statusCode === 429 && state && !state.decision.allowed && request.quotaOperation) counts.rejected[request.quotaOperation]++
         let decision = state ? state.decision : await peekQuota(request)
         if (!decision) {
-          reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
+          await policyOnly()
           return payload
         }
         const taken = decision.taken
