@@ -27,8 +27,12 @@ export const TRANSACTION_ATTEMPTS = 3
 /** Waits up to 25 ms, 50 ms… (random: writers that collided once should not collide again in step). */
 const backoff = (attempt: number) => new Promise((resolve) => setTimeout(resolve, Math.random() * 25 * 2 ** (attempt - 1)))
 
-/** Runs a transaction, again (a bounded number of times) when PostgreSQL aborted it for a conflict. */
-async function retryingConflicts<T>(transaction: () => Promise<T>): Promise<T> {
+/**
+ * Runs a transaction, again (a bounded number of times) when PostgreSQL aborted it for a conflict. A single
+ * statement is a transaction of its own: two that take the same unique keys in opposite orders (two folders
+ * swapping names) deadlock like any others.
+ */
+export async function retryingConflicts<T>(transaction: () => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
       return await transaction()

@@ -1,7 +1,7 @@
 /** Every database access of folders. */
 import { GROUPED_LINK_COLUMNS, lockRollup, moveGroupHistory, type GroupedLink, type Run } from '../analytics/group-history.js'
 import type { PrismaClient } from '../db/database.js'
-import { inTransaction } from '../db/transaction.js'
+import { inTransaction, retryingConflicts } from '../db/transaction.js'
 
 const withLinkCount = { _count: { select: { links: true } } } as const
 
@@ -29,7 +29,7 @@ export async function folderHoldingName(prisma: PrismaClient, workspaceId: numbe
 
 /** Null when the workspace has no such folder; throws P2002 when it has another folder of that name. */
 export async function renameFolder(prisma: PrismaClient, workspaceId: number, id: number, name: string) {
-  const { count } = await prisma.folder.updateMany({ where: { id, workspaceId }, data: { name } })
+  const { count } = await retryingConflicts(() => prisma.folder.updateMany({ where: { id, workspaceId }, data: { name } }))
   return count === 0 ? null : findFolder(prisma, workspaceId, id)
 }
 

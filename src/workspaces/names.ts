@@ -1,10 +1,15 @@
 import { fieldError } from '../errors/app-error.js'
 
+/**
+ * Control characters (C0, DEL, C1): a name is one line of text, shown in lists, tab-separated command-line output and
+ * terminals, where a tab, a line break or an escape sequence would garble it. NUL PostgreSQL text cannot hold at all.
+ */
+export const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f-\u009f]/
+
 /** Why a (trimmed) folder or script name cannot be stored; undefined when it can. */
 export function nameProblem(trimmed: string): string | undefined {
   if (!trimmed) return 'must not be blank'
-  // PostgreSQL text cannot hold NUL: refused here rather than failing in the database.
-  if (trimmed.includes('\0')) return 'must not contain NUL characters'
+  if (CONTROL_CHARACTERS.test(trimmed)) return 'must not contain control characters (a line break, a tab)'
   return undefined
 }
 

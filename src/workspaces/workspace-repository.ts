@@ -6,6 +6,7 @@ import { domainsChanged, tokensChanged } from '../cache/change-notices.js'
 import { FOLDER_NAME_MAX } from '../../schemas/folder.js'
 import { codePointLength } from '../../schemas/formats.js'
 import { SCRIPT_NAME_MAX } from '../../schemas/script.js'
+import { CONTROL_CHARACTERS } from './names.js'
 
 /** Errors of administrative operations (the command line), said plainly to an operator. */
 export class AdminError extends Error {
@@ -31,14 +32,11 @@ function checkedName(what: string, name: string, max: number): string {
   const trimmed = name.trim()
   if (!trimmed) throw new AdminError(`A ${what} needs a name`)
   if (codePointLength(trimmed) > max) throw new AdminError(`A ${what} name may have at most ${max} characters`)
+  if (CONTROL_CHARACTERS.test(trimmed)) throw new AdminError(`A ${what} name may not hold control characters (a line break, a tab)`)
   return trimmed
 }
 
-function workspaceName(name: string): string {
-  const checked = checkedName('workspace', name, WORKSPACE_NAME_MAX)
-  if (/[\u0000-\u001f\u007f]/.test(checked)) throw new AdminError('A workspace name may not hold control characters (a line break, a tab)')
-  return checked
-}
+const workspaceName = (name: string) => checkedName('workspace', name, WORKSPACE_NAME_MAX)
 
 export async function createWorkspace(prisma: PrismaClient, name: string) {
   const trimmed = workspaceName(name)

@@ -146,6 +146,7 @@ t.test('workspace:create', async (t) => {
   fails(t, await cli('workspace:create', 'x'.repeat(8000)), 1, /^A workspace name may have at most 100 characters\n$/)
   fails(t, await cli('token:create', '--workspace', `wc-${'x'.repeat(98)}`), 1, /at most 100 characters/)
   fails(t, await cli('workspace:create', 'wc-two\nlines'), 1, /may not hold control characters/)
+  fails(t, await cli('folder:create', '--workspace', 'wc-acme', 'tab\there'), 1, /A folder name may not hold control characters/)
   t.match(await cli('workspace:create', `wc-${'é'.repeat(97)}`), { code: 0 }, '100 characters, counted as characters')
   t.same(await prisma.workspace.findMany({ where: { name: { startsWith: 'wc-' } }, select: { name: true }, orderBy: { id: 'asc' } }), [{ name: 'wc-acme' }, { name: `wc-${'é'.repeat(97)}` }])
 })

@@ -50,7 +50,7 @@ t.test('POST /v1/folders creates a folder; GET lists them by name with their lin
 t.test('POST /v1/folders refuses bad names, duplicates, non-JSON and missing tokens', async (t) => {
   const { api, token } = await workspace()
   await folder(api, 'Taken')
-  for (const body of [{}, { name: '' }, { name: '   ' }, { name: 5 }, { name: 'x'.repeat(101) }, { name: 'a\u0000b' }]) {
+  for (const body of [{}, { name: '' }, { name: '   ' }, { name: 5 }, { name: 'x'.repeat(101) }, { name: 'a\u0000b' }, { name: 'tab\there' }, { name: 'two\nlines' }, { name: 'esc\u001b[31m' }, { name: 'c1\u0085' }]) {
     const response = await api.post('/v1/folders', body)
     t.equal(response.statusCode, 400, JSON.stringify(body))
     t.match(response.headers['content-type'], /^application\/problem\+json/)
@@ -236,4 +236,23 @@ t.test('folders made by the command line and by the API are the same folders', a
   t.same((await api.get('/v1/folders')).json().folders.map((f: Json) => f.id), [fromCli.id])
   t.equal((await api.post('/v1/folders', { name: 'From CLI' })).statusCode, 409)
   await t.rejects(createFolder(prisma, { workspace: name, name: (await folder(api, 'From API')).name }), /already has a folder/)
+})
+
+t.test('two folders swapping names at once: 409 for the one that loses, never a 503 (a deadlock is tried again)', { skip: !process.env.DATABASE_URL && 'PostgreSQL only: the embedded database runs one statement at a time' }, async (t) => {
+  const { api } = await workspace()
+  const a = await folder(api, 'swap-a')
+  const b = await folder(api, 'swap-b')
+  // Another writer renames b away, and then to a's name, in one transaction; the API renames a to b's old name
+  // meanwhile. Each waits for a name the other holds: PostgreSQL ends one of them (a deadlock). Review ents: the
+  // API's rename, a statement of its own, was not tried again, and answered 503.
+  const other = await holdRowLock(prisma, Prisma.sql`UPDATE "Folder" SET "name" = 'swap-tmp' WHERE "id" = ${b.id} RETURNING 1`)
+  const renaming = api.put(`/v1/folders/${a.id}`, { name: 'swap-b' })
+  await waitForLockWaiters(prisma, 1)
+  const otherDone = other.release((tx) => tx.$executeRaw`UPDATE "Folder" SET "name" = 'swap-a' WHERE "id" = ${b.id}`).catch((error: unknown) => error)
+  const response = await renaming
+  await otherDone
+  t.equal(response.statusCode, 409, response.body)
+  t.equal(response.json().code, 'name_taken')
+  const names = await prisma.folder.findMany({ where: { id: { in: [a.id, b.id] } }, orderBy: { id: 'asc' }, select: { name: true } })
+  t.same(names.map((row) => row.name), ['swap-a', 'swap-b'], 'neither name changed')
 })

@@ -97,6 +97,8 @@ t.test('POST /v1/scripts refuses bad bodies, non-JSON and missing tokens', async
     [{ name: 'n', content: 5 }, ['/content']],
     [{ name: '  ', content: 'x' }, ['/name']],
     [{ name: 'x'.repeat(101), content: 'x' }, ['/name']],
+    [{ name: 'two\nlines', content: 'x' }, ['/name']],
+    [{ name: 'esc\u001b[31m', content: 'x' }, ['/name']],
     [{ name: 'n', content: 'nul\u0000here' }, ['/content']],
     [{ name: ' ', content: 'x'.repeat(64 * KIB + 1) }, ['/name', '/content']],
   ]
