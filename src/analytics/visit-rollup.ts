@@ -18,6 +18,11 @@ import { aggregateVisitsSql } from './visit-aggregates.js'
 export interface RollupOptions {
   /** The longest span summed in one statement (after an outage, the backlog goes in steps). */
   maxSpanMs?: number
+  /**
+   * About the most visits summed in one step (default MAX_STEP_VISITS): a step holds the rollup's row, which every
+   * batch of visits and every change of a link's tags or folder waits for, so a backlog goes in short steps.
+   */
+  maxVisits?: number
   /** A span shorter than this is left for the next time (another instance has just rolled up). */
   minSpanMs?: number
 }
@@ -32,25 +37,33 @@ export interface RollupResult {
 /** How far behind the clock the rollup stays: visits still buffered in instances mostly have a later time. */
 export const ROLLUP_GRACE_MS = 5_000
 const MAX_SPAN_MS = 3_600_000
+/** About a second or two of the rollup's work (tens of microseconds a visit), at any rate of visits. */
+export const MAX_STEP_VISITS = 50_000
 
 /**
  * One step of the rollup, in one transaction; `rollUpVisits` repeats it until `upTo`. A span longer than a step
  * starts at its first visit, so a stretch without visits (a clock that jumped) costs no steps.
  */
 async function rollUpOnce(database: Database, upTo: Date, options: RollupOptions): Promise<RollupResult & { more: boolean }> {
-  const { maxSpanMs = MAX_SPAN_MS, minSpanMs = 0 } = options
+  const { maxSpanMs = MAX_SPAN_MS, minSpanMs = 0, maxVisits = MAX_STEP_VISITS } = options
   return database.transaction(async (query) => {
-    // Times go back and forth as text: a JavaScript Date would drop the microseconds.
+    // Times go back and forth as text: a JavaScript Date would drop the microseconds. The step ends at the earliest
+    // of: upTo, maxSpanMs after its first visit, and the time of the (maxVisits + 1)th visit after "rolledUpTo" (found
+    // on the index on "at"; strictly after, so that a step always moves on, however many visits share an instant).
+    // Whether it is due is decided without that cut: a busy span is due however short its steps.
     const [span] = await query<{ from: string; to: string; due: boolean; more: boolean }>(
-      `SELECT r."rolledUpTo"::text AS "from", s."to"::text AS "to", s."to" - r."rolledUpTo" >= $3 * interval '1 millisecond' AS "due",
+      `SELECT r."rolledUpTo"::text AS "from", s."to"::text AS "to", e."end" - r."rolledUpTo" >= $3 * interval '1 millisecond' AS "due",
               s."to" < $1::timestamptz AS "more"
        FROM "analytics"."Rollup" r,
             LATERAL (SELECT CASE WHEN $1::timestamptz - r."rolledUpTo" <= $2 * interval '1 millisecond' THEN $1::timestamptz
               ELSE least($1::timestamptz, coalesce(
                 (SELECT min(v."at") FROM "analytics"."Visit" v WHERE v."at" >= r."rolledUpTo" AND v."at" < $1::timestamptz),
-                $1::timestamptz) + $2 * interval '1 millisecond') END AS "to") s
+                $1::timestamptz) + $2 * interval '1 millisecond') END AS "end") e,
+            LATERAL (SELECT least(e."end", coalesce(
+                (SELECT v."at" FROM "analytics"."Visit" v WHERE v."at" > r."rolledUpTo" AND v."at" < e."end" ORDER BY v."at" OFFSET $4 LIMIT 1),
+                e."end")) AS "to") s
        FOR UPDATE OF r`,
-      [upTo.toISOString(), maxSpanMs, Math.max(minSpanMs, 0.001)],
+      [upTo.toISOString(), maxSpanMs, Math.max(minSpanMs, 0.001), maxVisits],
     )
     if (!span?.due) return { visits: 0, rolledUpTo: null, more: false }
     // The span's raw visits are found by the index on "at", never by reading the month's partition whole

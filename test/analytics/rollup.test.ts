@@ -179,3 +179,29 @@ t.test('raw visits go through COPY as they were: tabs, newlines, backslashes and
   t.match(rows[1], { reason: 'rotator', answer: 'crawler', bot: true, os: null, firstOfDay: false })
   t.match(rows[2], { destination: 'https://example.com/a', visitor: '3', bot: false })
 })
+
+t.test('a backlog is summed in steps of about maxVisits visits, each its own transaction; a busy span stays due', async (t) => {
+  const backlog: Link = await api.link({ url: 'https://example.com/backlog', id: 'backlog' })
+  const start = Date.parse(await rolledUpTo())
+  // 10 visits 1 ms apart, two of them at the same instant.
+  const times = [1, 2, 3, 3, 4, 5, 6, 7, 8, 9].map((ms) => new Date(start + 60_000 + ms).toISOString())
+  await storeVisits(database, times.map((at, i) => visit(backlog, at, 100 + i)))
+  const steps: string[] = []
+  const counting = {
+    ...database,
+    transaction: <T>(work: Parameters<typeof database.transaction<T>>[0]) => {
+      steps.push('step')
+      return database.transaction(work)
+    },
+  }
+  // minSpanMs as the timer's: the 10 visits fall within far less, yet the span up to upTo is due.
+  const result = await rollUpVisits(counting, new Date(start + 120_000), { maxVisits: 3, minSpanMs: 30_000 })
+  t.equal(result.visits, 10, 'every visit summed')
+  t.same(result.rolledUpTo, new Date(start + 120_000))
+  t.ok(steps.length >= 3 && steps.length <= 6, `in ${steps.length} steps of about 3 visits (those at the instant a step starts from, more)`)
+  const [summed] = await prisma.$queryRawUnsafe<{ clicks: number }[]>(
+    `SELECT sum("clicks")::int AS "clicks" FROM "analytics"."LinkHourly" WHERE "linkUniq" = $1 AND "dimension" = 'total'`,
+    backlog.uniq,
+  )
+  t.equal(summed.clicks, 10, 'each counted once')
+})
