@@ -37,8 +37,12 @@ export interface RollupResult {
 /** How far behind the clock the rollup stays: visits still buffered in instances mostly have a later time. */
 export const ROLLUP_GRACE_MS = 5_000
 const MAX_SPAN_MS = 3_600_000
-/** About a second or two of the rollup's work (tens of microseconds a visit), at any rate of visits. */
-export const MAX_STEP_VISITS = 50_000
+/**
+ * A few seconds of the rollup's work (10–25 µs a visit in `npm run bench:redirect`), at any rate of visits; a minute
+ * of up to 3,000 visits a second is still one step. (At 50,000, the bench's 5 s runs took two steps and the
+ * rollup cost 18–23 µs a visit against 10–15: each step writes the rows of the links it saw again.)
+ */
+export const MAX_STEP_VISITS = 200_000
 
 /**
  * One step of the rollup, in one transaction; `rollUpVisits` repeats it until `upTo`. A span longer than a step
