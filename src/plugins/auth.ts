@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { BadTokenThrottle, RedisFailureCount } from '../auth/bad-token-throttle.js'
 import type { Config } from '../config/config.js'
+import { clientAddress } from './client-address.js'
 import { hashToken } from '../auth/tokens.js'
 import { tooManyRequests, unauthorized } from '../errors/app-error.js'
 import { CACHE_TTL_MS, tokensGeneration } from '../cache/change-notices.js'
@@ -65,7 +66,8 @@ export default fp(
     app.decorate('badTokenThrottle', throttle)
 
     app.decorate('authenticate', async function authenticate(request: FastifyRequest) {
-      const blockedFor = throttle.blockedFor(request.ip)
+      const address = clientAddress(request)
+      const blockedFor = throttle.blockedFor(address)
       if (blockedFor > 0) {
         throttle.refusals++
         throw tooManyRequests('Too many requests with a bad API token; wait and try again', blockedFor)
@@ -79,7 +81,7 @@ export default fp(
         record = await tokens.get(hash, () => readToken(hash), (found) => found !== null && !found.revokedAt)
       }
       if (!record || record.revokedAt) {
-        const nowBlockedFor = await throttle.recordFailure(request.ip)
+        const nowBlockedFor = await throttle.recordFailure(address)
         if (nowBlockedFor > 0) {
           throttle.refusals++
           throw tooManyRequests('Too many requests with a bad API token; wait and try again', nowBlockedFor)

@@ -19,6 +19,7 @@ import type { RedirectView } from './redirect-view.js'
 import { sendAnswer, sendPage, sendRedirect, type AnswerExtras } from './respond.js'
 import { notFoundPage } from './pages/index.js'
 import { quietChildLogger } from '../plugins/quiet-logger.js'
+import { clientAddress } from '../plugins/client-address.js'
 import { codePointLength } from '../../schemas/formats.js'
 import type { Visit } from './visits.js'
 
@@ -115,7 +116,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
           country,
           userAgent,
           referrer: request.headers.referer,
-          address: request.ip,
+          address: clientAddress(request),
         })
       }
     }
@@ -188,7 +189,8 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
       counters.password++
       return answerVisit(request, reply, view, { unlocked: false, passwordError: { status: 401, message } })
     }
-    const decision = await throttle.take(view.uniq, request.ip, now)
+    const address = clientAddress(request)
+    const decision = await throttle.take(view.uniq, address, now)
     if (!decision.allowed) {
       counters.throttled++
       const minutes = Math.ceil(decision.retryAfterSeconds / 60)
@@ -204,7 +206,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     const right = withinLimit && (await passwordChecks.run(() => verifyPassword(password, view.passwordHash!)))
     if (right === 'busy') {
       // Not checked: the try is not counted against the visitor.
-      throttle.giveBack(view.uniq, request.ip, decision.ticket)
+      throttle.giveBack(view.uniq, address, decision.ticket)
       counters.checksBusy++
       return answerVisit(request, reply, view, {
         unlocked: false,
@@ -218,7 +220,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
         passwordError: { status: 401, message: 'That password is not right. Try again.' },
       })
     }
-    throttle.giveBack(view.uniq, request.ip, decision.ticket)
+    throttle.giveBack(view.uniq, address, decision.ticket)
     const setCookie = cookies.issue({ uniq: view.uniq, passwordHash: view.passwordHash }, isHttps(request))
     return answerVisit(request, reply, view, { unlocked: true, unlockedByForm: true, setCookie })
   }

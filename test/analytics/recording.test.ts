@@ -134,7 +134,8 @@ t.test('unique visitors: one per user agent and address a day, under a key that 
   const from = (userAgent: string) => ({ headers: { 'user-agent': userAgent }, remoteAddress: '203.0.113.5' })
   clock = DAY_1
   await visit(app, '/unique', from(DESKTOP))
-  await visit(app, '/unique', from(DESKTOP))
+  // The same IPv4 client as a listener on "::" sees it: the same visitor.
+  await visit(app, '/unique', { ...from(DESKTOP), remoteAddress: '::ffff:203.0.113.5' })
   await visit(app, '/unique', from(IPHONE))
   await written()
   await visit(app, '/unique', from(DESKTOP)) // a later batch: still not the first of the day

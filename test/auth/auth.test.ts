@@ -113,6 +113,16 @@ t.test('while Redis does not answer, each instance still counts on its own', asy
   t.ok((await throttle.recordFailure('192.0.2.9')) > 0, 'blocked by the local count')
 })
 
+t.test('an IPv4 client is one address however the listener spells it (::ffff:1.2.3.4 or 1.2.3.4)', async (t) => {
+  const throttled = await buildTestApp(t, { throttle: new BadTokenThrottle({ limit: 2 }) })
+  const attempt = (remoteAddress: string) =>
+    throttled.app.inject({ method: 'GET', url: '/v1/links', remoteAddress, headers: { 'api-authorization': 'sl_guess' } })
+  t.equal((await attempt('::ffff:198.51.100.77')).statusCode, 401)
+  t.equal((await attempt('198.51.100.77')).statusCode, 401)
+  t.equal((await attempt('::FFFF:198.51.100.77')).statusCode, 429, 'the third bad token of the one client')
+  t.equal((await attempt('::ffff:c633:644d')).statusCode, 401, 'an IPv6 spelling that is not dotted stays as it is')
+})
+
 t.test('the throttle forgets ended windows as it goes and follows at most MAX_TRACKED_ADDRESSES addresses', async (t) => {
   let now = 0
   const throttle = new BadTokenThrottle({ limit: 2, windowMs: 60_000, now: () => now })

@@ -1,0 +1,18 @@
+/**
+ * The client's address in one spelling whatever the listening socket's family: an IPv4 client is `::ffff:1.2.3.4`
+ * to a listener on `::` and `1.2.3.4` to one on `0.0.0.0` (or in X-Forwarded-For, as proxies write it). What counts
+ * per address across instances (bad tokens, password tries, unique visitors) must count such a client once.
+ */
+import type { FastifyRequest } from 'fastify'
+import { isIPv4 } from 'node:net'
+
+const MAPPED = '::ffff:'
+
+export function clientAddress(request: FastifyRequest): string {
+  const address = request.ip
+  if (address.length > MAPPED.length && address.slice(0, MAPPED.length).toLowerCase() === MAPPED) {
+    const ipv4 = address.slice(MAPPED.length)
+    if (isIPv4(ipv4)) return ipv4
+  }
+  return address
+}
