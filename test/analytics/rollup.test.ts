@@ -87,9 +87,8 @@ t.test('a visit whose time was already rolled up is summed by its own batch, onc
   t.same(stats.totals, { clicks: 1, visitors: 1, bots: 1 })
 })
 
-t.test('a clock that jumped: the rollup steps over the empty stretch', async (t) => {
-  const far: Link = await api.link({ url: 'https://example.com/far', id: 'far' })
-  await storeVisits(database, [visit(far, '2031-06-01T12:00:00Z', 9)])
+/** The database, counting the transactions the rollup runs (one per step). */
+function countingSteps() {
   const steps: string[] = []
   const counting = {
     ...database,
@@ -98,6 +97,13 @@ t.test('a clock that jumped: the rollup steps over the empty stretch', async (t)
       return database.transaction(work)
     },
   }
+  return { steps, counting }
+}
+
+t.test('a clock that jumped: the rollup steps over the empty stretch', async (t) => {
+  const far: Link = await api.link({ url: 'https://example.com/far', id: 'far' })
+  await storeVisits(database, [visit(far, '2031-06-01T12:00:00Z', 9)])
+  const { steps, counting } = countingSteps()
   const result = await rollUpVisits(counting, new Date('2031-06-02T00:00:00Z'))
   t.same(result, { visits: 1, rolledUpTo: new Date('2031-06-02T00:00:00Z') })
   t.ok(steps.length <= 3, `a year and a half in ${steps.length} steps, not one per hour`)
@@ -186,14 +192,7 @@ t.test('a backlog is summed in steps of about maxVisits visits, each its own tra
   // 10 visits 1 ms apart, two of them at the same instant.
   const times = [1, 2, 3, 3, 4, 5, 6, 7, 8, 9].map((ms) => new Date(start + 60_000 + ms).toISOString())
   await storeVisits(database, times.map((at, i) => visit(backlog, at, 100 + i)))
-  const steps: string[] = []
-  const counting = {
-    ...database,
-    transaction: <T>(work: Parameters<typeof database.transaction<T>>[0]) => {
-      steps.push('step')
-      return database.transaction(work)
-    },
-  }
+  const { steps, counting } = countingSteps()
   // minSpanMs as the timer's: the 10 visits fall within far less, yet the span up to upTo is due.
   const result = await rollUpVisits(counting, new Date(start + 120_000), { maxVisits: 3, minSpanMs: 30_000 })
   t.equal(result.visits, 10, 'every visit summed')
