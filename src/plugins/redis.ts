@@ -48,7 +48,10 @@ async function checkDatabaseIndex(app: FastifyInstance, client: Redis, url: stri
       refusedIndex ||= refused(error)
     })
   }
-  if (refusedIndex) throw new ConfigError(`REDIS_URL names database ${index}, which this Redis does not have (see its "databases" setting)`)
+  if (refusedIndex) {
+    client.disconnect()
+    throw new ConfigError(`REDIS_URL names database ${index}, which this Redis does not have (see its "databases" setting)`)
+  }
   started = true
 }
 
