@@ -19,7 +19,7 @@ import { TcpProxy } from '../support/tcp-proxy.js'
 import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase } from '../support/test-app.js'
 import { DESKTOP } from '../redirects/visit-support.js'
 import { ask, countStatuses, createLink, type Answer } from './fault-support.js'
-import { waitFor } from '../support/polling.js'
+import { until, waitFor } from '../support/polling.js'
 import { FakeClock } from '../rate-limits/quota-support.js'
 import { CLAIM_LEASE_MS } from '../../src/idempotency/idempotency-store.js'
 import { waitForLockWaiters } from '../support/row-lock.js'
@@ -240,9 +240,23 @@ t.test('a keyed bulk create cut off while its statement runs stores nothing, eve
   const first = await answer
   t.equal(first.statusCode, 503, 'the connection was cut')
   // The retry (through the database directly: the proxied app's pool is still finding its feet) waits for the
-  // slug too, beside the first attempt's statement, whose client is gone.
-  const retry = send(other)
-  await waitForLockWaiters(direct.prisma, 2)
+  // slug too, beside the first attempt's statement, whose client is gone. The first attempt gives its key back once
+  // its database answers again: until then the retry is answered 409 idempotency_key_in_use, and sent again after
+  // a moment, as a client does (a CI run under load met that 409 and waited in vain for a second waiter).
+  let retry = send(other)
+  const lockWaiters = async () =>
+    (await direct.prisma.$queryRaw<{ waiting: number }[]>`
+      SELECT count(*)::int AS "waiting" FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)[0].waiting
+  await until(async () => {
+    const settled = await Promise.race([retry, sleep(20).then(() => null)])
+    if (settled !== null) {
+      t.equal(settled.statusCode, 409, 'a retry answered before the slug is free is told the key is in use')
+      await sleep(100)
+      retry = send(other)
+      return false
+    }
+    return (await lockWaiters()) >= 2
+  }, 'the retry waiting for the slug beside the first attempt', 20_000)
   await holder.query('ROLLBACK')
   const answered = await retry
   t.equal(answered.statusCode, 200, answered.body)
