@@ -2,6 +2,7 @@ import { readFile, stat } from 'node:fs/promises'
 import type { ParseArgsConfig } from 'node:util'
 import type { Config } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
+import { codePointLength } from '../../schemas/formats.js'
 import {
   AdminError,
   addDomain,
@@ -101,7 +102,7 @@ export const commands: Record<string, Command> = {
       const label = typeof args.values.label === 'string' ? args.values.label.trim() : ''
       // token:list prints one line per token, tab-separated.
       if (/[\x00-\x1f\x7f]/.test(label)) throw new UsageError('--label must be one line of text without tabs')
-      if ([...label].length > TOKEN_LABEL_MAX) throw new UsageError(`--label must be at most ${TOKEN_LABEL_MAX} characters`)
+      if (codePointLength(label) > TOKEN_LABEL_MAX) throw new UsageError(`--label must be at most ${TOKEN_LABEL_MAX} characters`)
       const official = args.values.official === true
       return async ({ prisma }) => (await createToken(prisma, { workspace, official, label: label || undefined })).token
     },

@@ -13,7 +13,7 @@ const FIELD_CODES = new Set(['validation_failed', 'redirect_loop', 'slug_reserve
 const isFieldProblem = (error: unknown): error is AppError => error instanceof AppError && FIELD_CODES.has(error.code) && error.errors !== undefined
 
 /** One 400 for the field problems `failures` (every one isFieldProblem): the one itself, or all of them merged. */
-export function mergedFieldProblems(failures: AppError[]): AppError {
+function mergedFieldProblems(failures: AppError[]): AppError {
   return failures.length === 1 ? failures[0] : validationFailed(failures.flatMap((failure) => failure.errors ?? []))
 }
 

@@ -8,8 +8,8 @@ import { LIMITS, type LinkPatchBody, type PixelInputBody, type Platform } from '
 import type { FieldErrorBody } from '../../schemas/problem.js'
 import type { Config } from '../config/config.js'
 import type { PrismaClient } from '../db/database.js'
-import { AppError, fieldError, redirectLoop, validationFailed } from '../errors/app-error.js'
-import { mergedFieldProblems } from '../errors/field-checks.js'
+import { fieldError, redirectLoop, validationFailed } from '../errors/app-error.js'
+import { checkTogether } from '../errors/field-checks.js'
 import { shortDomainsAmong } from './domains.js'
 import { pixelId } from '../pixels/pixel-service.js'
 import { hashPassword } from './password.js'
@@ -153,14 +153,7 @@ export async function parseLinkInput(input: LinkPatchBody, context: InputContext
   }
 
   // The destinations that pass their rules are checked for loops even when other fields failed: one 400 names all.
-  const loops = await refuseRedirectLoops(out, context).then(() => undefined, (error: unknown) => error)
-  if (errors.length > 0) {
-    const failures = [validationFailed(errors)]
-    if (loops instanceof AppError) failures.push(loops)
-    else if (loops !== undefined) throw loops
-    throw mergedFieldProblems(failures)
-  }
-  if (loops !== undefined) throw loops
+  await checkTogether(errors.length > 0 ? Promise.reject(validationFailed(errors)) : Promise.resolve(), refuseRedirectLoops(out, context))
   return out
 }
 

@@ -298,6 +298,11 @@ export default fp(
       }
     }
 
+    /** The counters could not be read: where the quota stands is unknown, but not what it is. */
+    async function sendPolicyOnly(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+      reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
+    }
+
     /** onSend: a failed request gives its slot back; then the quota headers. */
     async function settleQuota(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
       if (!request.caller) return payload
@@ -309,17 +314,15 @@ export default fp(
           // Let through unlimited (allow) and succeeded: the slot is its own. Refused (deny) or failed: not.
           giveBackLate(state.late, policy === 'allow' && consumed ? 1 : 0)
         }
-        // The counters could not be read: where the quota stands is unknown, but not what it is.
-        const policyOnly = async () => void reply.header('ratelimit-policy', policyHeader(await limitsOf(request.caller.workspaceId)))
         if (state && 'storeFailed' in state) {
-          await policyOnly()
+          await sendPolicyOnly(request, reply)
           return payload
         }
         if (state && !('decision' in state)) return payload
         if (reply.statusCode === 429 && state && !state.decision.allowed && request.quotaOperation) counts.rejected[request.quotaOperation]++
         let decision = state ? state.decision : await peekQuota(request)
         if (!decision) {
-          await policyOnly()
+          await sendPolicyOnly(request, reply)
           return payload
         }
         const taken = decision.taken

@@ -10,14 +10,16 @@ export function tighterWindow(windows: WindowUsage[]): WindowUsage {
   )
 }
 
+const policyOf = (windows: { name: string; limit: number; seconds: number }[]) =>
+  windows.map((window) => `"${window.name}";q=${window.limit};w=${window.seconds}`).join(', ')
+
 /** `RateLimit-Policy`: the workspace's quotas, known whether or not the counters could be read. */
-export const policyHeader = (limits: QuotaLimits) =>
-  QUOTA_WINDOWS.map((window) => `"${window.name}";q=${limits[window.name]};w=${window.seconds}`).join(', ')
+export const policyHeader = (limits: QuotaLimits) => policyOf(QUOTA_WINDOWS.map((window) => ({ ...window, limit: limits[window.name] })))
 
 export function quotaHeaders(windows: WindowUsage[]): Record<string, string> {
   const tight = tighterWindow(windows)
   return {
-    'ratelimit-policy': windows.map((window) => `"${window.name}";q=${window.limit};w=${window.seconds}`).join(', '),
+    'ratelimit-policy': policyOf(windows),
     ratelimit: `"${tight.name}";r=${tight.remaining};t=${tight.resetSeconds}`,
     'x-ratelimit-limit': String(tight.limit),
     'x-ratelimit-remaining': String(tight.remaining),
