@@ -1,10 +1,9 @@
 /**
  * Rows in PostgreSQL's COPY text format: a tab between values, a newline after each row, `\N` for NULL, and a
  * backslash, tab, newline or carriage return inside a value escaped with a backslash (the format's only
- * special characters), so that any text goes through as it is.
+ * special characters), so that any text goes through as it is. A row is its fields joined by tabs, then a
+ * newline (the visits' rows: src/analytics/visit-store.ts).
  */
-export type CopyValue = string | number | boolean | null
-
 const SPECIAL = /[\\\t\n\r]/
 const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n', '\r': '\\r' }
 
@@ -12,16 +11,4 @@ const ESCAPES: Record<string, string> = { '\\': '\\\\', '\t': '\\t', '\n': '\\n'
 export function copyField(text: string | null): string {
   if (text === null) return '\\N'
   return SPECIAL.test(text) ? text.replace(/[\\\t\n\r]/g, (character) => ESCAPES[character]) : text
-}
-
-function copyValue(value: CopyValue): string {
-  if (value === null) return '\\N'
-  if (typeof value === 'boolean') return value ? 't' : 'f'
-  return copyField(String(value))
-}
-
-export function copyText(rows: CopyValue[][]): string {
-  let data = ''
-  for (const row of rows) data += row.map(copyValue).join('\t') + '\n'
-  return data
 }

@@ -18,7 +18,7 @@ export type { PrismaClient }
 export type SqlQuery = <Row = Record<string, unknown>>(sql: string, params?: unknown[], prepared?: Prepared) => Promise<Row[]>
 
 /**
- * `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format (copyText, src/db/copy-text.ts):
+ * `COPY <table> (<columns>) FROM STDIN` with `data` in COPY's text format (src/db/copy-text.ts):
  * PostgreSQL reads rows this way at about a third of the cost of a multi-row INSERT from JSON.
  */
 export type CopyIn = (copySql: string, data: string) => Promise<void>

@@ -3,10 +3,15 @@
  * PostgreSQL and on the embedded database: text with COPY's special characters, NULL, booleans, numbers.
  */
 import t from 'tap'
-import { copyText } from '../../src/db/copy-text.js'
+import { copyField } from '../../src/db/copy-text.js'
 import { openTestDatabase } from '../support/test-app.js'
 
-t.test('copyText: tab between values, newline after rows, \\N for NULL, special characters escaped', async (t) => {
+type CopyValue = string | number | boolean | null
+/** Rows as COPY's text: the values as the visits' rows write them (numbers and flags as they are), texts by copyField. */
+const copyValue = (value: CopyValue) => (value === null ? '\\N' : typeof value === 'boolean' ? (value ? 't' : 'f') : copyField(String(value)))
+const copyText = (rows: CopyValue[][]) => rows.map((row) => row.map(copyValue).join('\t') + '\n').join('')
+
+t.test('copyField (in rows): tab between values, newline after rows, \\N for NULL, special characters escaped', async (t) => {
   t.equal(copyText([['a', 1, true, null], ['b', 2.5, false, 'x']]), 'a\t1\tt\t\\N\nb\t2.5\tf\tx\n')
   t.equal(copyText([['tab\there', 'new\nline', 'back\\slash', 'cr\rhere', '\\N']]), 'tab\\there\tnew\\nline\tback\\\\slash\tcr\\rhere\t\\\\N\n')
   t.equal(copyText([]), '')
