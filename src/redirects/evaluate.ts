@@ -39,6 +39,8 @@ export interface VisitFacts {
   query: string
   /** The visitor may pass the password step. */
   unlocked: boolean
+  /** The visit came over HTTPS (request.protocol: X-Forwarded-Proto from a trusted proxy). */
+  secure: boolean
 }
 
 /** Expired: `now` at or past the end (contract: now ≥ end). */
@@ -51,7 +53,9 @@ export function evaluate(view: RedirectView, facts: VisitFacts, now: number, ran
   const chosen = chooseDestination(view, facts.country, random)
   const reason = destinationReason(view, facts.country, chosen)
   const reached: Reached = { destination: appendVisitQuery(chosen.location, facts.query), chosenUrl: chosen.url, reason }
-  if (view.masking) return { kind: 'masking', ...reached }
+  // A browser will not show an http: page in a frame of an https: one (mixed content): a blank page. Such a visit
+  // goes on as the link would without masking.
+  if (view.masking && !(facts.secure && /^http:/i.test(reached.destination))) return { kind: 'masking', ...reached }
   const os = view.deepLinkingEnable ? phoneOs(facts.userAgent) : null
   const appLink = os ? appLinkFor(reached.destination, os) : null
   if (view.pixels.length > 0 || view.scripts.length > 0 || appLink) return { kind: 'interstitial', ...reached, appLink }

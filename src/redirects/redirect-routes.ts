@@ -89,7 +89,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
     const unlocked =
       extras.unlocked ??
       (view.passwordHash === null || cookies.allows({ uniq: view.uniq, passwordHash: view.passwordHash }, request.headers.cookie))
-    const answer = evaluate(view, { userAgent, country, query, unlocked }, redirects.now(), redirects.random)
+    const answer = evaluate(view, { userAgent, country, query, unlocked, secure: isHttps(request) }, redirects.now(), redirects.random)
     if (extras.unlockedByForm && (answer.kind === 'masking' || answer.kind === 'interstitial')) {
       // A form posted to a link that shows a page, the right password (or a cookie that opens it already): 302 to
       // the link's own address, whose GET (with the cookie) shows it and records the visit. A reload then does not

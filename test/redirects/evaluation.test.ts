@@ -110,6 +110,35 @@ t.test('6. masking: the destination in a full-page frame, before any interstitia
   t.match(response.body, /<title>Our shop<\/title>/)
   t.match(response.headers['content-security-policy'], /frame-src https:;/)
   t.notMatch(response.body, /fbq/, 'masking wins over the pixels')
+  t.notMatch(response.headers['content-security-policy'], /script-src/, 'an https frame needs no script')
+})
+
+t.test('6. masking an http: destination: not over HTTPS, where a browser would show a blank page', async (t) => {
+  const proxied = await buildTestApp(t, { database: first.database, env: { TRUST_PROXY: '127.0.0.1' } })
+  await link({ id: 'masked-http', url: 'http://legacy.example.net/item', masking: true })
+  await link({ id: 'masked-http-pixel', url: 'http://legacy.example.net/tracked', masking: true, pixels: [{ platform: 'facebook', value: '42' }] })
+  const overHttps = { headers: { 'x-forwarded-proto': 'https' } }
+
+  const redirected = await visit(proxied.app, '/masked-http?ref=mail', overHttps)
+  t.equal(redirected.statusCode, 302, 'over HTTPS: the link as it would be without masking')
+  t.equal(redirected.headers.location, 'http://legacy.example.net/item?ref=mail')
+  const interstitial = await visit(proxied.app, '/masked-http-pixel', overHttps)
+  t.match(pageHeaders(interstitial), { status: 200, ...PAGE })
+  t.match(interstitial.body, /fbq/, 'with pixels: the interstitial, as without masking')
+  t.notMatch(interstitial.body, /<iframe/)
+
+  // Over plain HTTP the frame works; in case the visitor is on HTTPS all the same (a proxy that does not say so),
+  // the page's one script leaves for the destination (tested in a browser: test/redirects/browser/pages.test.ts).
+  for (const [target, headers] of [[proxied.app, { 'x-forwarded-proto': 'http' }], [app, { 'x-forwarded-proto': 'https' }]] as const) {
+    const masked = await visit(target, '/masked-http', { headers })
+    t.match(pageHeaders(masked), { status: 200, ...PAGE })
+    t.match(masked.body, /<iframe src="http:\/\/legacy\.example\.net\/item"/)
+    const nonce = /script-src 'nonce-([^']+)'/.exec(masked.headers['content-security-policy'] as string)?.[1]
+    t.ok(nonce, 'the script is allowed by its nonce alone')
+    t.match(masked.body, `<script nonce="${nonce}">if (location.protocol === 'https:') location.replace("http://legacy.example.net/item")</script>`)
+  }
+  // An untrusted sender's X-Forwarded-Proto (the second case above) changes nothing: still the masked page.
+  t.equal((await visit(app, '/masked-http', overHttps)).statusCode, 200)
 })
 
 t.test('6. interstitial: pixels; scripts when enabled; a known app on a phone with deep linking', async (t) => {

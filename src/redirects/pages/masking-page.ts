@@ -2,13 +2,18 @@
  * Masking: the short address stays in the address bar and the destination fills the whole viewport in a
  * frame. The frame may load any https origin (and http ones for an http destination): destinations often move
  * to another host of their site (example.com → www.example.com, a sign-in page, a tracker's redirect), and a
- * frame-src of the first origin alone showed the browser's "content is blocked" instead. The page itself runs
- * no script, so the wider frame-src frames nothing the destination could not open in its frame anyway. A
+ * frame-src of the first origin alone showed the browser's "content is blocked" instead. The page runs no script
+ * of the link's, so the wider frame-src frames nothing the destination could not open in its frame anyway. A
  * destination that forbids framing (X-Frame-Options, frame-ancestors) shows the browser's own message, which no
  * page of ours can change.
+ *
+ * An http: destination cannot be framed by a page shown over https: (mixed content, a blank page). A visit known to
+ * be over HTTPS is not masked at all (evaluate.ts); for one that is without the service knowing it (TLS ended by a
+ * proxy that does not say so, or is not trusted to), the page's one line of script sends the visitor to the
+ * destination itself.
  */
 import { allow, baseDirectives, cspString, newNonce } from './csp.js'
-import { html, httpOrigin, httpUrl } from './html.js'
+import { html, httpOrigin, httpUrl, jsonForScript, raw } from './html.js'
 import { previewMeta } from './crawler-page.js'
 import { displayUrl, documentHtml } from './layout.js'
 import type { Page, PageLink } from './types.js'
@@ -26,7 +31,12 @@ export function maskingPage(link: PageLink, destination: string): Page {
   if (frameOrigin) allow(directives, { 'frame-src': frameOrigin.startsWith('http:') ? ['http:', 'https:'] : ['https:'] })
   const faviconOrigin = httpOrigin(favicon)
   if (faviconOrigin) allow(directives, { 'img-src': [faviconOrigin] })
-  const body = src ? html`<iframe src="${src}" title="${title}" allow="fullscreen; clipboard-write"></iframe>` : ''
+  const insecureFrame = frameOrigin?.startsWith('http:') ?? false
+  if (insecureFrame) allow(directives, { 'script-src': [`'nonce-${nonce}'`] })
+  const leaveHttps = insecureFrame
+    ? html`<script nonce="${nonce}">if (location.protocol === 'https:') location.replace(${raw(jsonForScript(src))})</script>`
+    : ''
+  const body = src ? html`${leaveHttps}<iframe src="${src}" title="${title}" allow="fullscreen; clipboard-write"></iframe>` : ''
   const page = documentHtml({ nonce, title, icon: favicon, head: previewMeta(link), body, style: FRAME_STYLE })
   return { status: 200, html: page, csp: cspString(directives) }
 }

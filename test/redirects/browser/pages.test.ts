@@ -86,6 +86,25 @@ t.test('masking: a destination that moves to another host of its site still show
   await visit.context.close()
 })
 
+t.test('masking an http: destination on a page the visitor sees over https: goes to the destination instead', async (t) => {
+  // TLS ended by a proxy that does not tell the service so: the page is served as over HTTP, and the browser, on
+  // https:, would block the http: frame (a blank page). Served here by the browser's routing as an https: page.
+  await side.link({ id: 'masked-insecure', url: side.destination.url('/insecure?from=mask'), masking: true })
+  const visit = await side.open()
+  const secureAddress = side.short('masked-insecure').replace(/^http:/, 'https:')
+  await visit.page.route(secureAddress, async (route) => {
+    const address = new URL(side.short('masked-insecure'))
+    const response = await route.fetch({ url: address.href.replace(address.hostname, '127.0.0.1'), headers: { host: address.host } })
+    await route.fulfill({ response })
+  })
+  await visit.page.goto(secureAddress)
+  await visit.page.waitForURL(side.destination.url('/insecure?from=mask'), NAVIGATION)
+  t.equal(await visit.page.textContent('#destination'), 'Destination page', 'the destination, at the top level')
+  t.same(visit.console.filter((line) => /Content Security Policy/.test(line)), [], 'no CSP violation')
+  quiet(t, visit)
+  await visit.context.close()
+})
+
 t.test('404, 410 and the crawler preview, as people see them', async (t) => {
   for (const [name, viewport] of [['phone', undefined], ['desktop', DESKTOP]] as const) {
     const visit = await side.open({ viewport })
