@@ -5,9 +5,11 @@
  */
 const UNAVAILABLE_PRISMA_CODES = new Set(['P1000', 'P1001', 'P1002', 'P1003', 'P1008', 'P1010', 'P1017', 'P2024'])
 // "permission denied for database": CONNECT revoked, a FATAL 42501 at connection time (a 42501 of a statement, a
-// missing grant on a table, says "for table" or "for schema" and stays a 500: that is the service's bug).
+// missing grant on a table, says "for table" or "for schema" and stays a 500: that is the service's bug). "is not
+// currently accepting connections": the database's ALLOW_CONNECTIONS off (maintenance), a FATAL 55000 at connection
+// time (a 55000 of a statement is the service's bug).
 const UNAVAILABLE_MESSAGE =
-  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Can't reach database|DatabaseNotReachable|connection is insecure|the database system is (starting up|shutting down)|permission denied for database/i
+  /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|Connection terminated|timeout exceeded when trying to connect|Query read timeout|Can't reach database|DatabaseNotReachable|connection is insecure|the database system is (starting up|shutting down)|permission denied for database|is not currently accepting connections/i
 
 interface ErrorLike {
   name?: string

@@ -1,6 +1,6 @@
 /**
- * A database server that answers but will not let the service in: its database dropped or renamed (3D000), or the
- * role gone or refused (class 28). Every API answer is the 503 of a database out of reach, with Retry-After, as
+ * A database server that answers but will not let the service in: its database dropped or renamed (3D000), closed
+ * to connections (55000), or the role gone or refused (class 28, CONNECT revoked). Every API answer is the 503 of a database out of reach, with Retry-After, as
  * /readyz says; never a 500. Once the database is back, the service answers again by itself.
  */
 import pg from 'pg'
@@ -10,6 +10,7 @@ import { openDatabase } from '../../src/db/database.js'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../../src/errors/app-error.js'
 import { apiClient } from '../support/api-client.js'
 import { buildTestApp, client, createWorkspaceToken, json, openTestDatabase, testAutofill, testConfig } from '../support/test-app.js'
+import { acmeWorkspace, visit } from '../redirects/visit-support.js'
 
 const serverUrl = process.env.DATABASE_URL
 const needsServer = { skip: !serverUrl && 'needs DATABASE_URL (the embedded database has no server to refuse it)' }
@@ -53,6 +54,31 @@ t.test('the database renamed away while the service runs: 503 with Retry-After, 
   renamedBack = true
   const again = await apiClient(app, token).get(`/v1/links/${link.uniq}`)
   t.equal(again.statusCode, 200, 'answers again, no restart')
+})
+
+t.test('the database closed to connections (ALLOW_CONNECTIONS false, 55000): 503 for the API and a cold visit, then answers again', needsServer, async (t) => {
+  const { database, url } = await openTestDatabase(t)
+  const testApp = await buildTestApp(t, { database })
+  const { token, link } = await acmeWorkspace(testApp)
+  const created = await link({ id: 'closed-cold' })
+  const name = new URL(url!).pathname.slice(1)
+  const admin = new pg.Client({ connectionString: serverUrl })
+  await admin.connect()
+  const allow = (allowed: boolean) => admin.query(`ALTER DATABASE "${name}" ALLOW_CONNECTIONS ${allowed}`)
+  t.teardown(async () => {
+    await allow(true)
+    await admin.end()
+  })
+  await allow(false)
+  await admin.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1', [name])
+
+  const answers = [await visit(testApp.app, '/closed-cold'), await apiClient(testApp.app, token).get(`/v1/links/${created.uniq}`), await apiClient(testApp.app, token).get('/v1/links')]
+  for (const response of answers) {
+    t.equal(response.statusCode, 503, response.body)
+    t.equal(response.headers['retry-after'], String(RETRY_AFTER_UNAVAILABLE_SECONDS))
+  }
+  await allow(true)
+  t.equal((await visit(testApp.app, '/closed-cold')).statusCode, 302, 'visitors served again, no restart')
 })
 
 t.test('CONNECT revoked from the service\'s role (42501, FATAL): 503 with Retry-After, not 500', needsServer, async (t) => {
