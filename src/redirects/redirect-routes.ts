@@ -39,6 +39,21 @@ function ownAddress(target: string): string {
   return pathname + search
 }
 
+/**
+ * The host a request is for: an absolute-form target's own (`GET http://go.acme.com/summer`, as a proxy may pass
+ * on: RFC 9112 section 3.2.2 has the Host header ignored then), else request.hostname (the Host header, or
+ * X-Forwarded-Host from a trusted proxy).
+ */
+function requestedHost(request: FastifyRequest): string {
+  const target = request.raw.url ?? ''
+  if (target.startsWith('/') || !/^https?:\/\//i.test(target)) return request.hostname
+  try {
+    return new URL(target).hostname
+  } catch {
+    return request.hostname
+  }
+}
+
 /** Whether the visitor came over HTTPS; a scheme is case-insensitive, as a proxy's X-Forwarded-Proto may be too. */
 const isHttps = (request: FastifyRequest) => request.protocol?.toLowerCase() === 'https'
 
@@ -61,7 +76,7 @@ export default async function redirectRoutes(app: FastifyInstance, options: { co
   app.setChildLoggerFactory(quietChildLogger)
   const visitorRoute = { logLevel: 'warn', schema: { hide: true }, config: VISITOR_PRESSURE } as const
 
-  const shortHost = (request: FastifyRequest) => redirects.domains.hostOf(request.hostname)
+  const shortHost = (request: FastifyRequest) => redirects.domains.hostOf(requestedHost(request))
   /**
    * The API's 404 on a host that is not a short domain: the request is an API request after all, and is logged as
    * one (this scope's logger is the visitors' quiet one).

@@ -4,9 +4,11 @@
  * the API on every host, other hosts answered as before (problem+json 404), robots.txt and favicon.ico, and no
  * log line per visit.
  */
+import type { AddressInfo } from 'node:net'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { buildTestApp, client, createWorkspaceToken, DEFAULT_DOMAIN, json, OFFICIAL_DOMAIN } from '../support/test-app.js'
+import { rawRequest } from '../support/raw-http.js'
 import { acmeWorkspace, DESKTOP, pageHeaders, visit } from './visit-support.js'
 
 const first = await buildTestApp(t)
@@ -147,6 +149,22 @@ t.test('X-Forwarded-Host counts only from a proxy TRUST_PROXY trusts', async (t)
   await oneHop.app.redirects.domains.refresh()
   const throughOneHop = await visit(oneHop.app, '/summer', { ...forwarded, remoteAddress: '10.1.2.3' })
   t.equal(throughOneHop.statusCode, 302, 'TRUST_PROXY=1 trusts the nearest hop (Fastify alone would trust none)')
+})
+
+t.test('an absolute-form request target names the host itself: the Host header is ignored (RFC 9112 section 3.2.2)', async (t) => {
+  const { app: listening } = await buildTestApp(t, { database })
+  await listening.redirects.domains.refresh()
+  await listening.listen({ port: 0, host: '127.0.0.1' })
+  const port = (listening.server.address() as AddressInfo).port
+  const get = (target: string, host: string) => rawRequest(port, `GET ${target} HTTP/1.1\r\nHost: ${host}\r\nUser-Agent: ${DESKTOP}\r\nConnection: close\r\n\r\n`)
+
+  const forShortDomain = await get('http://GO.ACME.TEST:8080/summer', 'api.example.com')
+  t.equal(forShortDomain.status, 302, 'the target is a short domain: the link, whatever the Host')
+  t.equal(forShortDomain.headers.location, 'https://example.com/summer-sale')
+  const forOtherHost = await get('http://api.example.com/summer', 'go.acme.test')
+  t.equal(forOtherHost.status, 404, 'the target is another host: no link, whatever the Host')
+  t.match(forOtherHost.headers['content-type'], /problem\+json/)
+  t.equal((await get('/summer', 'go.acme.test')).status, 302, 'origin form: the Host header, as always')
 })
 
 t.test('a domain added later (by the command line) is served on its first visit once the domains are read again', async (t) => {
