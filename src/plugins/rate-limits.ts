@@ -2,14 +2,15 @@
  * Per-workspace quotas on create and update (contract section 8), reserve-then-refund:
  *
  * - one atomic store call checks the hour and the day window and takes a slot in both, or refuses taking
- *   nothing; it is sent once the body has arrived and passed the schema (preHandler), and the handler
- *   applies it with `app.quotas.admit(request)` right before it changes anything (429 there, nothing
- *   stored). Between the two the link service does its reads (the link, the domain, the folder), so the
- *   Redis round trip overlaps work the request does anyway; it also comes before any outbound autofill
- *   fetch, so a client over its quota cannot make the service fetch pages. A request still uploading its
- *   body, or one the schema refuses, holds no slot: slots are held only by requests that are valid as far
- *   as the schema can tell, for the milliseconds of their handler, so a 429's Retry-After (when the oldest
- *   counted request stops counting) is what the client will find;
+ *   nothing; the handler makes it with `app.quotas.admit(request)` once the request has passed every check it
+ *   can make before writing (the schema, the link found, its domain, folder and fields), right before it
+ *   changes anything (429 there, nothing stored), and before any outbound autofill fetch, so a client over
+ *   its quota cannot make the service fetch pages. A request that fails those checks (a 400, 403, 404 or a
+ *   409 known in advance) never holds a slot, so it cannot crowd out a valid request sent beside it: the slots
+ *   counted are those of requests about to write, and a 429's Retry-After (when the oldest counted request
+ *   stops counting) is what the client will find. (Reserved earlier, as the body passed the schema, so that
+ *   the round trip overlapped the handler's reads, a burst of 404s refused valid updates beside them for an
+ *   hour.)
  * - onSend: a request that ends in an error (a bad body, 403, 404, 409, 5xx) gives its slot back, so only
  *   successes consume quota; then the quota headers are set, on every answer of the route that has a
  *   workspace (401s have none).
@@ -109,7 +110,7 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The limited operation of the route. */
     quotaOperation: QuotaOperation | null
-    /** The reservation on its way (sent in preHandler). */
+    /** The reservation on its way (sent by admit()): an answer sent while it is under way still settles it. */
     quotaPending: Promise<QuotaState> | null
     /** The reservation, once admit() has applied it. */
     quotaState: QuotaState | null
@@ -271,7 +272,7 @@ export default fp(
 
     async function admit(request: FastifyRequest): Promise<void> {
       if (!request.quotaOperation) throw new Error('quotas.admit() called on a route without quota hooks')
-      const state = request.quotaState ?? (await (request.quotaPending ?? reserve(request)))
+      const state = request.quotaState ?? (await (request.quotaPending ??= reserve(request)))
       request.quotaState = state
       if ('lookupFailed' in state) throw state.lookupFailed
       if ('storeFailed' in state) {
@@ -343,22 +344,16 @@ export default fp(
     }
 
     function routeHooks(operation: QuotaOperation) {
-      /**
-       * preHandler: the reservation is sent once the body is known to be valid JSON of the right shape, and
-       * not awaited, so that its round trip overlaps the handler's reads. A request that then fails (403,
-       * 404, 409, a 400 of the link rules) gives the slot back in onSend, like any other refused request.
-       * (Sent earlier, in preParsing, a slow upload held a slot for as long as its body took to arrive.)
-       */
-      async function startReservation(request: FastifyRequest) {
+      /** preHandler: the route's operation, for admit(); the reservation waits for admit(). */
+      async function markOperation(request: FastifyRequest) {
         request.quotaOperation = operation
-        request.quotaPending = reserve(request)
       }
       /** Answers given before preHandler (415, 413, 400) know the operation from onSend on too. */
       async function settle(request: FastifyRequest, reply: FastifyReply, payload: unknown) {
         request.quotaOperation = operation
         return settleQuota(request, reply, payload)
       }
-      return { preHandler: startReservation, onSend: settle }
+      return { preHandler: markOperation, onSend: settle }
     }
 
     async function reserveMany(request: FastifyRequest, operation: QuotaOperation, count: number): Promise<BulkReservation> {

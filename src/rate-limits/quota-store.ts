@@ -119,8 +119,10 @@ export function toDecision(subject: QuotaSubject, limits: QuotaLimits, now: numb
     const { used, freeAt } = counts[i]
     const remaining = Math.max(0, limit - used)
     // A full window that no expiry frees (a quota of 0) says "a whole window": the quota may be raised meanwhile.
+    // Never more than the window: a clock that stepped back, or one behind the instance that took the counted
+    // requests (they share the log in Redis, each with its own clock), would otherwise say longer.
     const resetSeconds =
-      freeAt > 0 ? Math.max(1, Math.ceil((freeAt - now) / 1000)) : remaining === 0 ? window.seconds : 0
+      freeAt > 0 ? Math.min(window.seconds, Math.max(1, Math.ceil((freeAt - now) / 1000))) : remaining === 0 ? window.seconds : 0
     return { name: window.name, seconds: window.seconds, limit, used, remaining, resetSeconds }
   })
   return { allowed: ids.length > 0, windows, ...(ids.length > 0 ? { taken: { subject, ids } } : {}) }

@@ -4,7 +4,7 @@
  * with its own database connection and Redis connection.
  */
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { openDatabase } from '../../src/db/database.js'
 import { buildTestApp, client, json, openTestDatabase } from '../support/test-app.js'
 import { countStatuses, quotaHeaders, quotaWorkspace, REDIS_URL, redisKeyPrefix } from './quota-support.js'
@@ -29,6 +29,32 @@ t.test('one instance, in-process store: a burst of 3× the quota, exactly the qu
   t.same(remaining.sort((a, b) => a - b), [0, 1, 2, 3, 4, 5, 6, 7, 8, 9], 'each slot handed out once')
   t.equal(await prisma.link.count({ where: { workspace: { name: ws.name } } }), 10)
 })
+
+/**
+ * Updates that will fail (404 by domain and slug, a 400 for changing the link's id) sent beside valid ones, all at once, with
+ * the quota untouched: the failing ones take no slot even for a moment, so every valid update within the quota
+ * succeeds (a 404 that held a slot while it looked for its link refused valid updates beside it, with a
+ * Retry-After of an hour, while the whole quota was free).
+ */
+async function failuresBesideValidUpdates(t: Test, apps: FastifyInstance[], label: string) {
+  const ws = await quotaWorkspace(prisma, label, { hour: 10, day: 100 })
+  const api = (i: number) => client(apps[i % apps.length], ws.token)
+  const link = json(await api(0).create({ url: url('target'), id: 'target' }, { autofill: false }))
+  json(await api(0).create({ url: url('other'), id: 'other' }, { autofill: false }))
+  const requests = Array.from({ length: 50 }, (_, i) => {
+    if (i % 5 === 0) return api(i).update(link.uniq, { title: `valid ${i}` }, { autofill: false }).then((response) => ({ valid: true, response }))
+    const failing = i % 5 === 1 ? api(i).update(link.uniq, { id: 'other' }, { autofill: false }) : api(i).updateByDomain(ws.domain, `missing-${i}`, { title: 'x' })
+    return failing.then((response) => ({ valid: false, response }))
+  })
+  const answers = await Promise.all(requests)
+  t.same(countStatuses(answers.filter((a) => a.valid).map((a) => a.response)), { 200: 10 }, 'every valid update within the quota succeeds')
+  t.same(countStatuses(answers.filter((a) => !a.valid).map((a) => a.response)), { 400: 10, 404: 30 })
+  const next = await api(1).update(link.uniq, { title: 'one too many' }, { autofill: false })
+  t.equal(next.statusCode, 429, 'the eleventh valid update is over the quota')
+  t.match(quotaHeaders(next).rateLimit, /^"hour";r=0;t=(3[5-9]\d\d|3600)$/)
+}
+
+t.test('one instance, in-process store: failing updates beside valid ones take no slot', (t) => failuresBesideValidUpdates(t, [single.app], 'memory failing beside valid'))
 
 t.test('two instances sharing one Redis', { skip: REDIS_URL ? false : 'REDIS_URL is unset: no shared Redis to test' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
@@ -60,6 +86,8 @@ t.test('two instances sharing one Redis', { skip: REDIS_URL ? false : 'REDIS_URL
     t.same(countStatuses(responses), { 200: 15, 429: 30 })
     t.ok(responses.filter((r) => r.statusCode === 429).every((r) => quotaHeaders(r).rateLimit?.startsWith('"day";r=0;')))
   })
+
+  t.test('failing updates beside valid ones take no slot', (t) => failuresBesideValidUpdates(t, apps, 'redis failing beside valid'))
 
   t.test('failing requests in the burst give their slots back: the quota is used exactly, never more', async (t) => {
     const ws = await quotaWorkspace(prisma, 'redis mixed burst', { hour: 12, day: 100 })

@@ -66,6 +66,11 @@ for (const { name, store } of stores) {
     const later = await store.reserve(subject, limits, T0 + 700_000)
     t.notOk(later.allowed, 'both still count 700 s after T0')
     t.equal(later.windows[0].resetSeconds, 2900, 'until T0 + 3600 s')
+    // Asked at a time before the requests it counts (a clock stepped back further, or an instance whose clock is
+    // behind another's on the shared log): the wait is never said to be longer than the window.
+    const behind = await store.reserve(subject, limits, T0 - 1_800_000)
+    t.notOk(behind.allowed)
+    t.same(behind.windows.map((window) => window.resetSeconds), [3600, 86_400], 'at most each window, though the slot of the hour frees 5,400 s from then')
   })
 
   t.test(`${name}: a refund of many ids at once`, async (t) => {
