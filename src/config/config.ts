@@ -161,7 +161,9 @@ function parsePublicUrl(value: string | undefined, host: string, port: number): 
     throw new ConfigError(`PUBLIC_URL: "${value}" is not an absolute URL`)
   }
   if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.search || url.hash || url.username || url.password) {
-    throw new ConfigError(`PUBLIC_URL: "${value}" must be an http(s) URL without credentials, query or fragment`)
+    // Not repeated when it holds credentials: the start's messages never show a password.
+    const shown = url.username || url.password ? '' : ` "${value}"`
+    throw new ConfigError(`PUBLIC_URL${shown} must be an http(s) URL without credentials, query or fragment`)
   }
   return `${url.origin}${url.pathname.replace(/\/+$/, '')}`
 }

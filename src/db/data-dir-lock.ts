@@ -1,4 +1,4 @@
-import { linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
 import { join, resolve } from 'node:path'
 
 export class DataDirInUseError extends Error {
@@ -62,6 +62,31 @@ const TAKEOVER_SETTLE_MS = 50
 
 const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms)
 
+const LOCK_FILE = 'shortlinks.lock'
+/** The data directory's mode: PGlite makes its files readable and writable by anyone (0666), as PostgreSQL would not. */
+const PRIVATE = 0o700
+
+/**
+ * Makes the embedded database's directory (only its owner may enter it: the files inside hold the token hashes),
+ * or checks the one that is there: a database of ours, or empty. A directory of other files is refused rather than
+ * filled with a database's (a DATA_DIR of `.` or of a home directory, set by mistake), as initdb refuses one.
+ */
+export function prepareDataDir(dataDir: string): void {
+  const dir = resolve(dataDir)
+  mkdirSync(dir, { recursive: true, mode: PRIVATE })
+  const entries = readdirSync(dir).filter((name) => name !== LOCK_FILE)
+  if (entries.length > 0 && !entries.includes('PG_VERSION')) {
+    throw new Error(`${dir} holds other files and no database (no PG_VERSION): set DATA_DIR to a new or empty directory`)
+  }
+  if ((statSync(dir).mode & 0o077) !== 0) {
+    try {
+      chmodSync(dir, PRIVATE)
+    } catch {
+      // Not its owner: the operator's directory, left as it was set up.
+    }
+  }
+}
+
 /**
  * PGlite lets only one process open a data directory, and a second one would corrupt it rather than
  * fail. A lock file holding the owner's pid turns that into a plain error; a stale lock (its process
@@ -69,8 +94,8 @@ const sleepSync = (ms: number) => Atomics.wait(new Int32Array(new SharedArrayBuf
  */
 export function acquireDataDirLock(dataDir: string, hooks: { afterTakeover?: () => void } = {}): () => void {
   const dir = resolve(dataDir)
-  mkdirSync(dir, { recursive: true })
-  const lockFile = join(dir, 'shortlinks.lock')
+  mkdirSync(dir, { recursive: true, mode: PRIVATE })
+  const lockFile = join(dir, LOCK_FILE)
   const inUse = (owner: number) =>
     new DataDirInUseError(
       `The embedded database in ${dataDir} is in use by process ${owner} (probably the running server). ` +

@@ -5,7 +5,7 @@ import { pipeline } from 'node:stream/promises'
 import pg from 'pg'
 import { from as copyFrom } from 'pg-copy-streams'
 import { PrismaClient } from '../generated/prisma/client.js'
-import { acquireDataDirLock } from './data-dir-lock.js'
+import { acquireDataDirLock, prepareDataDir } from './data-dir-lock.js'
 import { isConnectionLost, isDatabaseUnavailable, OutcomeUnknownError } from './errors.js'
 import { applyMigrations, type SqlRunner } from './migrate.js'
 
@@ -253,7 +253,7 @@ export const MIGRATION_PING_EVERY_MS = 3000
 async function migrate(connectionString: string): Promise<void> {
   const client = new pg.Client({ connectionString, connectionTimeoutMillis: CONNECT_TIMEOUT_MS, options: SESSION_OPTIONS })
   client.on('error', () => {})
-  await client.connect()
+  await connectWithin(client)
   let timer: NodeJS.Timeout | undefined
   let finished = false
   let unanswered = 0
@@ -286,6 +286,20 @@ async function migrate(connectionString: string): Promise<void> {
     clearTimeout(timer)
     // A connection to a server that stopped answering may never end: not waited for beyond the ping's deadline.
     await waitAtMost(client.end(), PING_TIMEOUT_MS)
+  }
+}
+
+/**
+ * pg reports a connection that got no answer within connectionTimeoutMillis as "Connection terminated
+ * unexpectedly", which reads like a server that hung up: said as what it is, for the start's message.
+ */
+async function connectWithin(client: pg.Client): Promise<void> {
+  const started = performance.now()
+  try {
+    await client.connect()
+  } catch (error) {
+    if (isPostgresError(error) || performance.now() - started < CONNECT_TIMEOUT_MS - 100) throw error
+    throw new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s (is the host reachable, and PostgreSQL listening there?)`, { cause: error })
   }
 }
 
@@ -394,6 +408,7 @@ async function openEmbedded(dataDir: string, migrate: boolean): Promise<Database
   // Loaded only here: a service on PostgreSQL does not carry the embedded database in its memory.
   const [{ PGlite }, { PrismaPGlite }] = await Promise.all([import('@electric-sql/pglite'), import('pglite-prisma-adapter')])
   const inMemory = dataDir.startsWith('memory://')
+  if (!inMemory) prepareDataDir(dataDir)
   const releaseLock = inMemory ? () => {} : acquireDataDirLock(dataDir)
   let client: PGlite
   try {

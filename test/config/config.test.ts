@@ -138,4 +138,7 @@ t.test('PUBLIC_URL: the servers entry of the OpenAPI document; default the liste
   for (const bad of ['api.brand.com', 'ftp://brand.com', 'https://brand.com/?x=1', 'https://u:p@brand.com']) {
     t.throws(() => loadConfig({ PUBLIC_URL: bad }), /PUBLIC_URL/, bad)
   }
+  t.throws(() => loadConfig({ PUBLIC_URL: 'https://user:s3cret@brand.com' }), { message: /^PUBLIC_URL must be an http\(s\) URL without credentials/ })
+  t.throws(() => loadConfig({ PUBLIC_URL: 'https://user:s3cret@brand.com' }), { message: /^(?!.*s3cret)/ }, 'the password is not repeated')
+  t.throws(() => loadConfig({ PUBLIC_URL: 'ftp://brand.com' }), { message: 'PUBLIC_URL "ftp://brand.com" must be an http(s) URL without credentials, query or fragment' })
 })

@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process'
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs'
+import { createServer, type AddressInfo, type Socket } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { waitFor } from '../support/polling.js'
@@ -94,6 +95,44 @@ t.test('a stale lock is taken over by one process only; a lock that names no pro
     t.equal(readFileSync(lockFile, 'utf8'), String(process.pid), `${JSON.stringify(content)} is taken over`)
     release()
   }
+})
+
+t.test('the embedded database directory: made private; one of other files refused, an empty one taken', async (t) => {
+  const parent = mkdtempSync(join(tmpdir(), 'shortlinks-dirs-'))
+  t.teardown(() => rmSync(parent, { recursive: true, force: true }))
+  const made = join(parent, 'made', 'data')
+  const database = await openDatabase({ dataDir: made })
+  await database.close()
+  t.equal(statSync(made).mode & 0o777, 0o700, 'only its owner may enter it (PGlite makes its files 0666)')
+  t.ok(existsSync(join(made, 'PG_VERSION')))
+
+  const open = join(parent, 'open')
+  mkdirSync(open, { mode: 0o755 })
+  chmodSync(open, 0o755)
+  await (await openDatabase({ dataDir: open })).close()
+  t.equal(statSync(open).mode & 0o777, 0o700, 'an empty directory of wider mode is made private')
+
+  const other = join(parent, 'other')
+  mkdirSync(other)
+  writeFileSync(join(other, 'notes.txt'), 'mine')
+  await t.rejects(openDatabase({ dataDir: other }), /holds other files and no database \(no PG_VERSION\): set DATA_DIR to a new or empty directory/)
+  t.same(readdirSync(other), ['notes.txt'], 'nothing written into it, no lock left behind')
+})
+
+t.test('a server that accepts the connection and never answers: the start says so within the connect timeout', async (t) => {
+  const sockets = new Set<Socket>()
+  const silent = createServer((socket) => void sockets.add(socket))
+  await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => {
+    sockets.forEach((socket) => socket.destroy())
+    silent.close()
+  })
+  const { port } = silent.address() as AddressInfo
+  const began = Date.now()
+  await t.rejects(openDatabase({ databaseUrl: `postgresql://postgres@127.0.0.1:${port}/test`, dataDir: 'unused' }), {
+    message: 'no answer within 3 s (is the host reachable, and PostgreSQL listening there?)',
+  })
+  t.ok(Date.now() - began < 6000, 'at the connect timeout')
 })
 
 t.test('the embedded database keeps its data on disk across restarts', async (t) => {
