@@ -68,9 +68,29 @@ function windowCount(entries: Entry[], start: number, limit: number, windowMs: n
   return { used, freeAt: entry ? entry.at + windowMs : -1 }
 }
 
+/** Every this many calls, the logs of every subject are pruned (see sweep). */
+const SWEEP_EVERY_CALLS = 1024
+
 export class MemoryQuotaStore implements QuotaStore {
   private readonly logs = new Map<string, RequestLog>()
   private nextId = 0
+  private calls = 0
+
+  /** Subjects with requests of the last day (the tests look). */
+  get subjects(): number {
+    return this.logs.size
+  }
+
+  /**
+   * A log is pruned when its subject is asked about; a workspace that went quiet would keep its last day's entries
+   * (up to a day's quota) for ever. Now and then every log is pruned, and the empty ones dropped.
+   */
+  private sweep(now: number): void {
+    for (const [key, log] of this.logs) {
+      log.prune(now)
+      if (log.entries.length === 0) this.logs.delete(key)
+    }
+  }
 
   private logOf(subject: QuotaSubject): RequestLog {
     const key = `${subject.workspaceId}:${subject.operation}`
@@ -85,6 +105,7 @@ export class MemoryQuotaStore implements QuotaStore {
 
   private decide(subject: QuotaSubject, limits: QuotaLimits, at: number, count: number): { decision: QuotaDecision; granted: number } {
     const now = Math.floor(at) // milliseconds, as the Redis store takes them
+    if (++this.calls % SWEEP_EVERY_CALLS === 0) this.sweep(now)
     const log = this.logOf(subject)
     log.prune(now)
     const hourUsed = log.entries.length - log.hourStart(now)

@@ -173,3 +173,15 @@ t.test('Redis store: a reservation given up on at its deadline and failed by Red
   t.same(unhandled, [], 'nothing unhandled once Redis fails the late command')
   await t.rejects((error as LateReservation).late, /max retries/, 'the late reservation still says how it ended')
 })
+
+t.test('in-process store: the logs of workspaces gone quiet are dropped once their day has passed', async (t) => {
+  const store = new MemoryQuotaStore()
+  const limits = { hour: 100, day: 1000 }
+  for (let workspaceId = 1; workspaceId <= 50; workspaceId++) await store.reserve({ workspaceId, operation: 'create' }, limits, T0)
+  t.equal(store.subjects, 50)
+  const busy: QuotaSubject = { workspaceId: 999, operation: 'update' }
+  // A day later only one workspace is still at work; its calls sweep the others' logs in passing.
+  for (let i = 0; i < 1100; i++) await store.peek(busy, limits, T0 + 86_400_000 + i)
+  t.equal(store.subjects, 0, 'the quiet ones (and the busy one, which only looked) are gone')
+  t.ok((await store.reserve({ workspaceId: 1, operation: 'create' }, { hour: 1, day: 1 }, T0 + 86_400_000 + 2000)).allowed, 'and their quota is whole again')
+})
