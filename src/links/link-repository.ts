@@ -244,6 +244,13 @@ export const isPlainLink = (settings: LinkSettings) => settings.pixels.length ==
  * Links without pixels or scripts in one multi-row INSERT … ON CONFLICT DO NOTHING: each link's stored row in
  * the order given, or null where its slug was taken (by a stored link or by an earlier one of the batch). Throws
  * as the single INSERT does (a folder deleted meanwhile fails the whole statement: the caller stores them one by one).
+ *
+ * The rows are inserted in the order of their unique key (domain, slug key), whatever order the batch gave them
+ * in: two batches asking for the same slugs in different orders would otherwise each hold a key the other waits
+ * for, a deadlock (one in a few batches of the same 100 slugs shuffled), which PostgreSQL breaks only after a second
+ * and which failed a batch once its retries ran out. Any one order shared by every instance does; the key's, with
+ * the batch's own order among repeats, so that a slug the batch repeats still goes to its first link. The uniqs are
+ * still the batch's order: drawn first, in that order, and each row takes its own.
  */
 export async function insertPlainLinks(
   database: Database,
@@ -257,22 +264,26 @@ export async function insertPlainLinks(
   const newRows = links.map((link) => newLinkColumns(link, now))
   const names = Object.keys(newRows[0])
   const casts = names.map(castOf)
-  const tuples = newRows.map((data) => {
-    let tuple = ''
+  const keyOf = (index: number) => `${links[index].domain}\u0000${slugKey(links[index].slug)}`
+  const inKeyOrder = links.map((_, index) => ({ index, key: keyOf(index) })).sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : a.index - b.index))
+  const tuples = inKeyOrder.map(({ index }) => {
+    const data = newRows[index]
+    let tuple = `(SELECT "drawn"[${index + 1}] FROM uniqs)`
     for (let i = 0; i < names.length; i++) {
       params.push(paramValue(names[i], data[names[i]] ?? null))
-      tuple += `${i === 0 ? '' : ', '}$${params.length}${casts[i]}`
+      tuple += `, $${params.length}${casts[i]}`
     }
     return `(${tuple})`
   })
-  const insert = `INSERT INTO "Link" AS l (${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
+  const uniqs = `uniqs AS MATERIALIZED (SELECT ARRAY(SELECT nextval('"Link_uniq_seq"') FROM generate_series(1, ${links.length})) AS "drawn")`
+  const insert = `INSERT INTO "Link" AS l ("uniq", ${names.map((name) => `"${name}"`).join(', ')}) VALUES ${tuples.join(', ')}
      ON CONFLICT DO NOTHING RETURNING ${LINK_COLUMNS}, ${NO_PIXELS_COLUMN}`
   const keyed = links.filter((link) => link.idempotency)
   // A lost COMMIT's answer is OutcomeUnknownError: the links may be stored. With an Idempotency-Key, each link's key
   // row goes in the same statement (both stored, or neither), so that the key's retry finds what was (findIdempotentCreates).
   const rows = await writeInTransaction<LinkRow>(
     database,
-    keyed.length === 0 ? insert : `WITH inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`,
+    keyed.length === 0 ? `WITH ${uniqs} ${insert}` : `WITH ${uniqs}, inserted AS (${insert}), keyed AS (${idempotentCreatesSql(params, keyed)}) SELECT * FROM inserted`,
     params,
   )
   const byKey = new Map(rows.map((row) => [`${row.domain}\u0000${row.slugKey}`, row]))

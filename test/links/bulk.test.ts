@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net'
 import { randomBytes } from 'node:crypto'
 import { passwordHashes } from '../../src/links/password.js'
 import { setLimits } from '../../src/workspaces/workspace-repository.js'
-import { buildTestApp, createWorkspaceToken, json } from '../support/test-app.js'
+import pg from 'pg'
+import { buildTestApp, createWorkspaceToken, json, openTestDatabase } from '../support/test-app.js'
 import { answerWhenReleased, page, startPageServer, status } from '../autofill/page-server.js'
 import { waitFor } from '../support/polling.js'
 
@@ -90,6 +91,57 @@ t.test('a slug the batch repeats (in any case) goes to its first link; the repea
     ['twice', 'https://example.com/first', 1],
   ])
   t.equal(response.headers['x-ratelimit-remaining'], '0')
+})
+
+t.test('batches asking for the same slugs in different orders at once: one link per slug, uniqs in each batch\'s order', async (t) => {
+  const token = await createWorkspaceToken(prisma, { workspace: 'bulkorder', defaultDomain: 'go.bulkorder.test' })
+  await setLimits(prisma, { workspace: 'bulkorder', hour: 100_000, day: 100_000 })
+  const slugs = Array.from({ length: 60 }, (_, i) => `s${i}`)
+  let seed = 7
+  const random = () => ((seed = (seed * 16807) % 2147483647) / 2147483647)
+  const shuffled = () => slugs.map((slug) => ({ slug, at: random() })).sort((a, b) => a.at - b.at).map(({ slug }) => (random() < 0.3 ? slug.toUpperCase() : slug))
+  for (let round = 0; round < 4; round++) {
+    const batches = Array.from({ length: 6 }, () => shuffled().map((slug) => ({ url: `https://example.com/${round}/${slug}`, id: `r${round}-${slug}` })))
+    const responses = await Promise.all(batches.map((links) => bulk(token, { autofill: false, links })))
+    t.same(responses.map((response) => response.statusCode), batches.map(() => 200), `round ${round}: every batch answered`)
+    const created = responses.flatMap((response) => json(response).results.filter((result: { status: number }) => result.status === 201))
+    t.equal(created.length, slugs.length, `round ${round}: one link per slug`)
+    for (const response of responses) {
+      const uniqs = json(response).results.filter((result: { status: number }) => result.status === 201).map((result: { link: { uniq: number } }) => result.link.uniq)
+      t.same(uniqs, [...uniqs].sort((a, b) => a - b), "a batch's uniqs in its order")
+    }
+  }
+  t.equal(await prisma.link.count({ where: { workspace: { name: 'bulkorder' } } }), 4 * slugs.length)
+})
+
+t.test('a batch takes its slugs in one order whatever order it lists them in: no deadlock with a writer that does too', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (one connection at a time on the embedded database)' }, async (t) => {
+  const { database: own, url } = await openTestDatabase(t)
+  const { app: target } = await buildTestApp(t, { database: own })
+  const token = await createWorkspaceToken(own.prisma, { workspace: 'bulklock', defaultDomain: 'go.bulklock.test' })
+  const { id: workspaceId } = await own.prisma.workspace.findUniqueOrThrow({ where: { name: 'bulklock' } })
+  const other = new pg.Client({ connectionString: url })
+  await other.connect()
+  t.teardown(() => other.end())
+  const insert = (slug: string) =>
+    other.query(`INSERT INTO "Link" ("workspaceId", "domain", "slug", "slugKey", "url", "updatedAt") VALUES ($1, 'go.bulklock.test', $2, $2, 'https://example.com/other', now())`, [workspaceId, slug])
+  // Another writer, in the same order (a before b), holds a and is about to take b.
+  await other.query('BEGIN')
+  await insert('a')
+  const answer = bulk(token, { autofill: false, links: [{ url: 'https://example.com/b', id: 'b' }, { url: 'https://example.com/a', id: 'a' }] }, target)
+  const blocked = await waitFor(async () => {
+    // (Read afresh: within a transaction, pg_stat_activity is a snapshot kept until it ends.)
+    await other.query('SELECT pg_stat_clear_snapshot()')
+    const { rows } = await other.query(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`)
+    return rows[0].n > 0
+  }, 5000)
+  t.ok(blocked, 'the batch waits for a')
+  // Listed b first, the batch took b before waiting for a: the other writer would now wait for it in turn (a deadlock,
+  // broken by PostgreSQL after a second). Taken in one order, it holds nothing yet, and b is free.
+  await other.query("SET LOCAL lock_timeout = '300ms'")
+  await t.resolves(insert('b'), 'the other writer takes b without waiting')
+  await other.query('COMMIT')
+  const results = json(await answer).results
+  t.same(results.map((result: { status: number }) => result.status), [409, 409], 'both slugs were taken first by the other writer')
 })
 
 t.test('a NUL, a lone surrogate or a __proto__ key in one link fails that link alone; outside the links, the request', async (t) => {
