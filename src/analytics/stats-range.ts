@@ -76,7 +76,10 @@ export function exactInstant(value: string): string {
  * The answer names the zone as ICU spells it ("america/new_york" becomes "America/New_York"), except where ICU
  * would swap a name written as the time-zone database writes them (each part capitalised) for an older alias of
  * the same zone (Asia/Kolkata is Asia/Calcutta to ICU): then the client's own name is kept, as PostgreSQL knows
- * both. ("asia/kolkata" has no spelling to keep: ICU's is given.)
+ * both. ("asia/kolkata" has no spelling to keep: ICU's is given.) Only an Area/Location name is kept so: ICU also
+ * takes the old three-letter ids (IST, PST, ACT) as zones, which PostgreSQL reads as abbreviations of other, fixed
+ * offsets (IST is +02:00 there, Asia/Calcutta to ICU), so their buckets would be cut in one zone and named in
+ * another; they are answered, and queried, by ICU's name.
  */
 export function parseTimezone(value: string | undefined): string {
   if (value === undefined) return 'UTC'
@@ -89,7 +92,7 @@ export function parseTimezone(value: string | undefined): string {
     throw invalid()
   }
   if (resolved.toLowerCase() === value.toLowerCase()) return resolved
-  return /^[A-Z][^/]*(\/[A-Z][^/]*)*$/.test(value) ? value : resolved
+  return /^[A-Z][^/]*(\/[A-Z][^/]*)+$/.test(value) ? value : resolved
 }
 
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR)

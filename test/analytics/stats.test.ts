@@ -228,6 +228,13 @@ t.test('America/New_York across the end of daylight time', async (t) => {
   t.match(kolkata.json().series[0].start, /\+05:30$/, 'and the series is cut in that zone')
   const lower = (await api.get(`/v1/links/${l2.uniq}/stats?${query({ ...MARCH, timezone: 'asia/kolkata' })}`)).json()
   t.equal(lower.timezone, 'Asia/Calcutta', 'a name in another case has no spelling to keep: ICU\'s is given')
+  // Three-letter ids ICU takes as zones and PostgreSQL as abbreviations of other offsets (IST is +02:00 there).
+  for (const [id, zone, offset] of [['IST', 'Asia/Calcutta', '+05:30'], ['PST', 'America/Los_Angeles', '-0[78]:00'], ['ACT', 'Australia/Darwin', '+09:30']]) {
+    const body = (await api.get(`/v1/links/${l2.uniq}/stats?${query({ ...MARCH, timezone: id })}`)).json()
+    t.equal(body.timezone, zone, `${id}: named as the zone ICU reads it as`)
+    t.match(body.from, new RegExp(`${offset.replace('+', '\\+')}$`), `${id}: the range named in its offset`)
+    t.ok(body.series.every((bucket: Json) => new RegExp(`T00:00:00${offset.replace('+', '\\+')}$`).test(bucket.start)), `${id}: every bucket too, cut in the same zone`)
+  }
 })
 
 t.test('hours in zones that are not whole hours from UTC: a half-hour DST change, a half-hour offset', async (t) => {
