@@ -8,8 +8,9 @@
 import type { FastifyError, FastifyHttpOptions, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import type { IncomingMessage, Server, ServerResponse } from 'node:http'
+import { readdirSync, readFileSync } from 'node:fs'
 import type { Socket } from 'node:net'
-import type { AppError } from '../errors/app-error.js'
+import { notFound, type AppError } from '../errors/app-error.js'
 import {
   badPercentEncoding,
   badRequest,
@@ -145,6 +146,11 @@ function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, 
     socket.destroy()
     return
   }
+  endWithProblem(socket, problem)
+}
+
+/** Writes the problem as a whole HTTP answer on the socket, then closes it. */
+function endWithProblem(socket: Socket, problem: AppError): void {
   const { head, body } = rawProblem(problem)
   const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(
@@ -167,9 +173,59 @@ export function httpServerOptions(timeouts: Partial<HttpTimeouts> = {}) {
   } satisfies FastifyHttpOptions<Server>
 }
 
+/** The process's limit of open files (the soft one, which Node raises to the hard one as it starts), where known. */
+function openFileLimit(): number | null {
+  try {
+    const soft = /^Max open files\s+(\S+)/m.exec(readFileSync('/proc/self/limits', 'utf8'))?.[1]
+    return soft === undefined || soft === 'unlimited' ? null : Number(soft)
+  } catch {
+    return null
+  }
+}
+
+/** Files the process has open now (the database's included, embedded or its connections), where known. */
+function openFiles(): number {
+  try {
+    return readdirSync('/proc/self/fd').length
+  } catch {
+    return 0
+  }
+}
+
+/**
+ * The most client connections the server holds at once: its open-file limit less what is open already (the
+ * database, Redis, the modules) and a reserve (a quarter of the limit, at most 1,024) for what opens later: new
+ * database and Redis connections, autofill's fetches, the embedded database's files. A process at its limit can
+ * open nothing: its database connections fail, and so did its memory reading (src/plugins/overload.ts). Past the
+ * cap Node drops a new connection at once (logged once a minute) and the process serves the others. Null where
+ * the limit is not known (no /proc) or unlimited.
+ */
+export function connectionCap(fileLimit = openFileLimit(), open = openFiles()): number | null {
+  if (fileLimit === null || !Number.isFinite(fileLimit)) return null
+  return Math.max(16, fileLimit - open - Math.min(1024, Math.floor(fileLimit / 4)))
+}
+const DROP_LOG_INTERVAL_MS = 60_000
+
 /** The part options cannot say: Node's own bodiless answers to a missing Host and to an unknown Expect. */
 export default fp(
   async function httpServer(app: FastifyInstance) {
+    const cap = connectionCap()
+    if (cap !== null) app.server.maxConnections = cap
+    let dropped = 0
+    let lastDropLog = -Infinity
+    app.server.on('drop', () => {
+      dropped++
+      const now = Date.now()
+      if (now - lastDropLog < DROP_LOG_INTERVAL_MS) return
+      lastDropLog = now
+      app.log.warn({ maxConnections: cap, dropped }, 'connections: at the most this process can hold (its open-file limit); new ones are dropped')
+    })
+    // The header checks (one Host, one Idempotency-Key) read every header; Node keeps only the first 2,000 by
+    // default, so one sent after them went unseen. The 16 KiB header limit still bounds how many there can be.
+    app.server.maxHeadersCount = 0
+    // CONNECT (a proxy's tunnel) is no request of this service: Node closes the socket without a word unless it is
+    // listened for; answered like any path the service does not have.
+    app.server.on('connect', (_request: IncomingMessage, socket: Socket) => endWithProblem(socket, notFound('route')))
     // Node answers an Expect other than 100-continue with a bare 417 unless the server listens for it.
     app.server.on('checkExpectation', (_request: IncomingMessage, response: ServerResponse) => {
       const problem = expectationFailed()

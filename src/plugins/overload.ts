@@ -27,6 +27,35 @@ import { PROBLEM_MEDIA_TYPE } from './openapi-responses.js'
 
 export type OverloadReason = keyof OverloadCounts['refused']
 
+type MemoryUsage = typeof process.memoryUsage
+
+/**
+ * under-pressure reads the process's memory every sample (process.memoryUsage, which opens /proc/self/stat on
+ * Linux): with every file descriptor taken (connections up to the open-file limit) that read threw EMFILE in its
+ * timer, uncaught, and the process shut down. A reading that fails gives the last good one instead. Done once per
+ * process, for every caller of process.memoryUsage (the metrics' too).
+ */
+function keepMemoryReadingsFromThrowing(): void {
+  const read = process.memoryUsage as MemoryUsage & { keptFromThrowing?: true }
+  if (read.keptFromThrowing) return
+  let last = read()
+  const reading = () => {
+    try {
+      return (last = read())
+    } catch {
+      return last
+    }
+  }
+  const rss = () => {
+    try {
+      return read.rss()
+    } catch {
+      return last.rss
+    }
+  }
+  process.memoryUsage = Object.assign(reading, { rss, keptFromThrowing: true as const })
+}
+
 export interface OverloadOptions {
   /** How often the event loop's delay is sampled, in ms (default 1000: its mean over a second). */
   sampleIntervalMs?: number
@@ -126,6 +155,7 @@ export default fp(
       reason: () => (eventLoopSaturated() ? 'event_loop' : poolSaturated ? 'database_pool' : null),
     } satisfies Overload)
 
+    keepMemoryReadingsFromThrowing()
     await app.register(underPressure, {
       // 0 turns under-pressure's check off.
       maxEventLoopDelay: eventLoopDelayMs,

@@ -7,7 +7,7 @@
 import type { AddressInfo } from 'node:net'
 import type { Test } from 'tap'
 import t from 'tap'
-import { MAX_PARAM_LENGTH } from '../../src/plugins/http-server.js'
+import { connectionCap, MAX_PARAM_LENGTH } from '../../src/plugins/http-server.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 import { openConnection, rawRequest, readUntilClosed, type RawResponse } from '../support/raw-http.js'
 
@@ -130,6 +130,18 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
       const response = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
       t.equal(response.status, 200, host)
     }
+    // Past Node's default of 2,000 headers a second Host went unseen.
+    const filler = Array.from({ length: 2100 }, (_, i) => `X-F${i}: 1\r\n`).join('')
+    const late = await rawRequest(port, `GET /healthz HTTP/1.1\r\nHost: short.test\r\n${filler}Host: evil.example\r\nConnection: close\r\n\r\n`)
+    assertProblem(t, late, 400, 'bad_request')
+    t.match(JSON.parse(late.body).detail, /one Host header/, 'a second Host after 2,100 other headers')
+  })
+
+  t.test('CONNECT (a proxy tunnel) is answered as a path the service does not have, not by a closed socket', async (t) => {
+    for (const target of ['127.0.0.1:5432', '/healthz']) {
+      const response = await rawRequest(port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`)
+      assertProblem(t, response, 404, 'not_found')
+    }
   })
 
   t.test('a request whose body does not arrive in time is 408 request_timeout', async (t) => {
@@ -211,4 +223,12 @@ t.test('item 12: a link on a 253-character domain is reachable by domain', async
 
 t.test('the log holds no error line', async (t) => {
   t.same(logLines.filter((line) => line.level >= 50), [])
+})
+
+t.test('the connection cap: the open-file limit less a reserve for the process\'s own connections and files', async (t) => {
+  t.equal(connectionCap(20_000, 50), 18_926, 'a reserve of 1,024 at most, beside the files open already')
+  t.equal(connectionCap(1024, 40), 728, 'a quarter of a small limit')
+  t.equal(connectionCap(100, 90), 16, 'never below 16')
+  t.equal(connectionCap(null, 10), null, 'no cap where the limit is unknown or unlimited')
+  t.ok(app.server.maxConnections > 0 && app.server.maxConnections <= connectionCap()! + 50, 'applied to the server')
 })

@@ -14,8 +14,11 @@ export interface RunningServer {
   output: () => string
 }
 
-export async function startServer(env: Record<string, string>): Promise<RunningServer> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/server.ts'], {
+/** `fileLimit`: the process's open-file limit (soft and hard, so that Node cannot raise it), set by the shell. */
+export async function startServer(env: Record<string, string>, options: { fileLimit?: number } = {}): Promise<RunningServer> {
+  const node = [process.execPath, '--import', 'tsx', 'src/server.ts']
+  const [command, ...args] = options.fileLimit === undefined ? node : ['/bin/sh', '-c', `ulimit -n ${options.fileLimit} && exec "$@"`, 'sh', ...node]
+  const child = spawn(command, args, {
     env: { PATH: process.env.PATH, PORT: '0', LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
