@@ -71,6 +71,34 @@ function requestId(request: { headers: Record<string, string | string[] | undefi
   return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID()
 }
 
+/** An API token (src/auth/tokens.ts: `sl_` and 32 more) in a query string, where a client may put one by mistake. */
+const TOKEN_IN_QUERY = /sl_[A-Za-z0-9_-]{24,}/g
+
+/**
+ * The request as its log line holds it (Fastify's own fields), with any token in the query string masked: the
+ * token is never logged, whichever place a client sent it in (it is only ever read from Api-Authorization).
+ */
+function loggedRequest(request: FastifyRequest) {
+  const queryAt = request.url.indexOf('?')
+  const url =
+    queryAt === -1 || !request.url.includes('sl_', queryAt)
+      ? request.url
+      : request.url.slice(0, queryAt) + request.url.slice(queryAt).replace(TOKEN_IN_QUERY, 'sl_[redacted]')
+  return {
+    method: request.method,
+    url,
+    version: request.headers?.['accept-version'] as string | undefined,
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket?.remotePort,
+  }
+}
+
+function withRequestSerializer(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
+  if (typeof logger !== 'object' || logger === null) return logger
+  return { ...logger, serializers: { req: loggedRequest, ...logger.serializers } }
+}
+
 /**
  * The service's log: standard output, written asynchronously (pino's sonic-boom, no minimum length, so a line
  * still leaves within a tick or two): a synchronous write per line cost a sixth of the CPU under load. Lines
@@ -113,11 +141,19 @@ function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string[] | ((
   return (_address, hop) => hop < trust
 }
 
+/**
+ * Every API answer holds a workspace's data, for its token: no cache keeps it (the token travels in
+ * Api-Authorization, which shared caches do not know for a credential, RFC 9111 section 3.5), and no browser
+ * reads it as another type than it says. A route with a cache policy of its own (the QR codes) sets it over this.
+ */
+const API_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
+
 /** Builds the whole service: infrastructure plugins first, then the routes. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options
   const app = Fastify({
-    logger: options.logger ?? loggerOptions(config),
+    // The request serializer whatever the logger's options (tests give their own stream); not false (no log).
+    logger: withRequestSerializer(options.logger ?? loggerOptions(config)),
     logController: new OneLinePerRequest(),
     bodyLimit: BODY_LIMIT,
     trustProxy: fastifyTrustProxy(config.trustProxy),
@@ -141,6 +177,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // A callback hook, not an async one: it runs on every request, visits included, and a promise costs more.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
+    if (request.url.startsWith('/v1/')) reply.headers(API_HEADERS)
     done()
   })
 

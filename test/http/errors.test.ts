@@ -75,6 +75,24 @@ t.test('every response carries a request id, the caller\'s when it sends a sane 
   t.match(generated.headers['x-request-id'], /^[0-9a-f-]{36}$/)
 })
 
+t.test('API answers are for no cache, and for no type sniffing; a QR code keeps its own cache policy', async (t) => {
+  const created = await api.create({ url: 'https://example.com/uncached' }, { autofill: false })
+  const uniq = created.json().uniq
+  for (const response of [
+    created,
+    await app.inject({ method: 'GET', url: `/v1/links/${uniq}`, headers: { 'api-authorization': token } }),
+    await app.inject({ method: 'GET', url: '/v1/links', headers: { 'api-authorization': token } }),
+    await app.inject({ method: 'GET', url: '/v1/links' }),
+    await app.inject({ method: 'GET', url: '/v1/nothing-here' }),
+  ]) {
+    t.equal(response.headers['cache-control'], 'no-store', `${response.statusCode}: no-store`)
+    t.equal(response.headers['x-content-type-options'], 'nosniff')
+  }
+  const qr = await app.inject({ method: 'GET', url: `/v1/links/${uniq}/qr`, headers: { 'api-authorization': token } })
+  t.equal(qr.statusCode, 200)
+  t.match(qr.headers['cache-control'], /max-age/, 'the QR code: its own policy')
+})
+
 t.test('healthz and readyz', async (t) => {
   t.same((await app.inject('/healthz')).json(), { status: 'ok' })
   const ready = await app.inject('/readyz')

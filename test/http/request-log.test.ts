@@ -47,6 +47,18 @@ t.test('at info: one line per request, once answered', async (t) => {
   }
 })
 
+t.test('a token sent in the query string (where it does not belong) is masked in the log line', async (t) => {
+  const { app, prisma, lines } = await appLoggingAt(t, 'info')
+  const token = await createWorkspaceToken(prisma, { workspace: 'query-token', defaultDomain: 'go.query-token.test' })
+  const response = await app.inject({ method: 'GET', url: `/v1/links?limit=1&token=${token}&api_key=${encodeURIComponent(token)}`, headers: { 'x-request-id': 'in-query' } })
+  t.equal(response.statusCode, 401, 'read from Api-Authorization only')
+  const mine = lines.filter((line) => line.reqId === 'in-query')
+  t.ok(mine.length > 0)
+  t.notOk(JSON.stringify(mine).includes(token.slice(11)), 'no part of the token past its shown prefix')
+  t.equal(mine.at(-1)!.req.url, '/v1/links?limit=1&token=sl_[redacted]&api_key=sl_[redacted]')
+  t.match(mine.at(-1)!.req, { method: 'GET', host: 'localhost:80', remoteAddress: '127.0.0.1' }, "Fastify's other fields as before")
+})
+
 t.test('the health probes write no line at info: a load balancer sends them every few seconds', async (t) => {
   const { app, lines } = await appLoggingAt(t, 'info')
   for (const url of ['/healthz', '/readyz']) {
