@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger'
 import swaggerUi from '@fastify/swagger-ui'
-import type { FastifyInstance } from 'fastify'
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { maxHeaderSize } from 'node:http'
 import { COMPONENT_SCHEMAS } from '../../schemas/components.js'
@@ -86,7 +86,18 @@ export default fp(
       refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
       transformObject: (document) => ('openapiObject' in document ? withBodyExamples(document.openapiObject) : document.swaggerObject),
     })
-    await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { docExpansion: 'list' } })
+    await app.register(swaggerUi, {
+      routePrefix: '/docs',
+      uiConfig: { docExpansion: 'list' },
+      // Framed by no other site: people paste their token there. (The plugin's own full policy, staticCSP, blocks
+      // the inline styles Swagger UI sets as it renders.)
+      uiHooks: {
+        onRequest: (_request: FastifyRequest, reply: FastifyReply, done: () => void) => {
+          reply.header('content-security-policy', "frame-ancestors 'none'").header('x-frame-options', 'DENY')
+          done()
+        },
+      },
+    })
     app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger())
   },
   { name: 'openapi' },
