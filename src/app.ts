@@ -34,6 +34,8 @@ import { sharedSerializers } from './plugins/serializers.js'
 import statsRoutes from './analytics/stats-routes.js'
 import type { BadTokenThrottle } from './auth/bad-token-throttle.js'
 import type { TokenCacheOptions } from './plugins/auth.js'
+import { API_HEADERS } from './plugins/api-headers.js'
+import { isApiRequest } from './plugins/request-target.js'
 
 export interface AppOptions {
   config: Config
@@ -71,19 +73,19 @@ function requestId(request: { headers: Record<string, string | string[] | undefi
   return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID()
 }
 
-/** An API token (src/auth/tokens.ts: `sl_` and 32 more) in a query string, where a client may put one by mistake. */
-const TOKEN_IN_QUERY = /sl_[A-Za-z0-9_-]{24,}/g
+/**
+ * An API token (src/auth/tokens.ts: `sl_` and 32 more) in a request's URL, where a client may put one by mistake
+ * (a query parameter, the path), its underscore percent-encoded or not.
+ */
+const TOKEN_IN_URL = /sl(?:_|%5f)[A-Za-z0-9_%-]{24,}/gi
+const MAY_HOLD_TOKEN = /sl(?:_|%5f)/i
 
 /**
- * The request as its log line holds it (Fastify's own fields), with any token in the query string masked: the
- * token is never logged, whichever place a client sent it in (it is only ever read from Api-Authorization).
+ * The request as its log line holds it (Fastify's own fields), with anything shaped like a token in its URL masked:
+ * the token is never logged, whichever place a client sent it in (it is only ever read from Api-Authorization).
  */
 function loggedRequest(request: FastifyRequest) {
-  const queryAt = request.url.indexOf('?')
-  const url =
-    queryAt === -1 || !request.url.includes('sl_', queryAt)
-      ? request.url
-      : request.url.slice(0, queryAt) + request.url.slice(queryAt).replace(TOKEN_IN_QUERY, 'sl_[redacted]')
+  const url = MAY_HOLD_TOKEN.test(request.url) ? request.url.replace(TOKEN_IN_URL, 'sl_[redacted]') : request.url
   return {
     method: request.method,
     url,
@@ -96,7 +98,7 @@ function loggedRequest(request: FastifyRequest) {
 
 function withRequestSerializer(logger: FastifyServerOptions['logger']): FastifyServerOptions['logger'] {
   if (typeof logger !== 'object' || logger === null) return logger
-  return { ...logger, serializers: { req: loggedRequest, ...logger.serializers } }
+  return { ...logger, serializers: { ...logger.serializers, req: loggedRequest } }
 }
 
 /**
@@ -141,13 +143,6 @@ function fastifyTrustProxy(trust: Config['trustProxy']): boolean | string[] | ((
   return (_address, hop) => hop < trust
 }
 
-/**
- * Every API answer holds a workspace's data, for its token: no cache keeps it (the token travels in
- * Api-Authorization, which shared caches do not know for a credential, RFC 9111 section 3.5), and no browser
- * reads it as another type than it says. A route with a cache policy of its own (the QR codes) sets it over this.
- */
-const API_HEADERS = { 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }
-
 /** Builds the whole service: infrastructure plugins first, then the routes. */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const { config } = options
@@ -177,7 +172,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // A callback hook, not an async one: it runs on every request, visits included, and a promise costs more.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id)
-    if (request.url.startsWith('/v1/')) reply.headers(API_HEADERS)
+    if (isApiRequest(request.url)) reply.headers(API_HEADERS)
     done()
   })
 

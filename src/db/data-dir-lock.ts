@@ -67,15 +67,22 @@ const LOCK_FILE = 'shortlinks.lock'
 const PRIVATE = 0o700
 
 /**
+ * What a PostgreSQL data directory holds (PGlite writes them before PG_VERSION, so a first start cut short leaves
+ * some of them and no PG_VERSION), and this service's lock.
+ */
+const DATABASE_ENTRY = /^(PG_VERSION|base|global|pg_[a-z_]+(\.conf)?|postgresql(\.auto)?\.conf|postmaster\.(pid|opts)|shortlinks\.lock)$/
+
+/**
  * Makes the embedded database's directory (only its owner may enter it: the files inside hold the token hashes),
- * or checks the one that is there: a database of ours, or empty. A directory of other files is refused rather than
- * filled with a database's (a DATA_DIR of `.` or of a home directory, set by mistake), as initdb refuses one.
+ * or checks the one that is there: a database's, begun or whole, or empty. A directory of other files is refused
+ * rather than filled with a database's (a DATA_DIR of `.` or of a home directory, set by mistake), as initdb
+ * refuses one.
  */
 export function prepareDataDir(dataDir: string): void {
   const dir = resolve(dataDir)
   mkdirSync(dir, { recursive: true, mode: PRIVATE })
-  const entries = readdirSync(dir).filter((name) => name !== LOCK_FILE)
-  if (entries.length > 0 && !entries.includes('PG_VERSION')) {
+  const entries = readdirSync(dir)
+  if (!entries.includes('PG_VERSION') && !entries.every((name) => DATABASE_ENTRY.test(name))) {
     throw new Error(`${dir} holds other files and no database (no PG_VERSION): set DATA_DIR to a new or empty directory`)
   }
   if ((statSync(dir).mode & 0o077) !== 0) {

@@ -291,14 +291,17 @@ async function migrate(connectionString: string): Promise<void> {
 
 /**
  * pg reports a connection that got no answer within connectionTimeoutMillis as "Connection terminated
- * unexpectedly", which reads like a server that hung up: said as what it is, for the start's message.
+ * unexpectedly" or "timeout expired", which read like a server that hung up: said as what it is, for the start's
+ * message.
  */
 async function connectWithin(client: pg.Client): Promise<void> {
   const started = performance.now()
   try {
     await client.connect()
   } catch (error) {
-    if (isPostgresError(error) || performance.now() - started < CONNECT_TIMEOUT_MS - 100) throw error
+    // pg's two ways of saying its connect timeout fired (before and after the connection was made).
+    const timedOut = /^(timeout expired|Connection terminated unexpectedly)$/.test((error as Error).message) && performance.now() - started >= CONNECT_TIMEOUT_MS - 100
+    if (!timedOut) throw error
     throw new Error(`no answer within ${CONNECT_TIMEOUT_MS / 1000} s (is the host reachable, and PostgreSQL listening there?)`, { cause: error })
   }
 }

@@ -22,6 +22,8 @@ import {
   uriTooLong,
 } from '../errors/http-errors.js'
 import { replyWithError, sendProblem } from './errors.js'
+import { API_HEADERS } from './api-headers.js'
+import { isApiRequest, requestedHost } from './request-target.js'
 import { notFoundPage } from '../redirects/pages/index.js'
 import { sendPage } from '../redirects/respond.js'
 
@@ -94,12 +96,13 @@ function hostProblem(request: FastifyRequest): AppError | null {
 /** Whether the request is for a short domain (a visitor's address), once the visitor routes are registered. */
 function onShortDomain(request: FastifyRequest): boolean {
   const app = request.server
-  return app.hasDecorator('redirects') && app.redirects.domains.hostOf(request.hostname) !== null
+  return app.hasDecorator('redirects') && app.redirects.domains.hostOf(requestedHost(request)) !== null
 }
 
 function answerFrameworkError(error: FastifyError, request: FastifyRequest, reply: FastifyReply): FastifyReply {
-  // These requests skip the app's hooks, so the request id the others carry is set here.
+  // These requests skip the app's hooks, so the headers the others carry are set here.
   reply.header('x-request-id', request.id)
+  if (isApiRequest(request.url)) reply.headers(API_HEADERS)
   // A visitor's address that cannot be decoded names no link: the page of a link that does not exist, as for
   // any other unknown address of a short domain, not an API problem.
   if (error.code === 'FST_ERR_BAD_URL' && onShortDomain(request)) return sendPage(reply, notFoundPage())

@@ -118,8 +118,13 @@ declare module 'fastify' {
     quotaReleased: boolean
     /** Set by quotas.keep(): the request failed, but may have stored its link; its slot stays taken. */
     quotaKept: boolean
+    /** Tells the requests waiting on this one's slot (admit) that it is settled: kept or given back. */
+    quotaSettled: (() => void) | null
   }
 }
+
+/** How long a refused request waits for this instance's unsettled reservations before it is answered 429. */
+const UNSETTLED_WAIT_MS = 1000
 
 /** A refund the store failed is tried again this often, for this long. */
 const REFUND_RETRY_MS = 1000
@@ -211,6 +216,7 @@ export default fp(
     app.decorateRequest('quotaState', null)
     app.decorateRequest('quotaReleased', false)
     app.decorateRequest('quotaKept', false)
+    app.decorateRequest('quotaSettled', null)
 
     const subjectOf = (request: FastifyRequest): QuotaSubject => ({
       workspaceId: request.caller.workspaceId,
@@ -270,10 +276,55 @@ export default fp(
       )
     }
 
+    /**
+     * The reservations of this instance's requests still under way, by subject. A request that fails late (a slug
+     * taken in the same instant, an update in one statement of a link it may not change) holds its slot until it
+     * is answered; a request refused meanwhile waits for them (UNSETTLED_WAIT_MS at most) and asks once more, rather
+     * than being told to come back in an hour while the slot is about to be given back. (Other instances' are not
+     * known here.)
+     */
+    const unsettled = new Map<string, Set<Promise<void>>>()
+    const unsettledKey = (subject: QuotaSubject) => `${subject.workspaceId}:${subject.operation}`
+
+    function holdUntilSettled(request: FastifyRequest): void {
+      const key = unsettledKey(subjectOf(request))
+      let pending = unsettled.get(key)
+      if (!pending) unsettled.set(key, (pending = new Set()))
+      const held = pending
+      const settled = new Promise<void>((resolve) => {
+        request.quotaSettled = () => {
+          request.quotaSettled = null
+          held.delete(settled)
+          if (held.size === 0 && unsettled.get(key) === held) unsettled.delete(key)
+          resolve()
+        }
+      })
+      held.add(settled)
+    }
+
+    /**
+     * Waits, until `deadline` at most, for this instance's reservations of the subject that are unsettled now; true
+     * if there were some (and time is left to ask again).
+     */
+    async function othersSettled(request: FastifyRequest, deadline: number): Promise<boolean> {
+      const pending = unsettled.get(unsettledKey(subjectOf(request)))
+      const left = deadline - performance.now()
+      if (!pending || pending.size === 0 || left <= 0) return false
+      let timer: NodeJS.Timeout | undefined
+      await Promise.race([Promise.all(pending), new Promise<void>((resolve) => (timer = setTimeout(resolve, left)))])
+      clearTimeout(timer)
+      return performance.now() < deadline
+    }
+
     async function admit(request: FastifyRequest): Promise<void> {
       if (!request.quotaOperation) throw new Error('quotas.admit() called on a route without quota hooks')
-      const state = request.quotaState ?? (await (request.quotaPending ??= reserve(request)))
+      let state = request.quotaState ?? (await (request.quotaPending ??= reserve(request)))
+      const deadline = performance.now() + UNSETTLED_WAIT_MS
+      while ('decision' in state && !state.decision.allowed && (await othersSettled(request, deadline))) {
+        state = await (request.quotaPending = reserve(request))
+      }
       request.quotaState = state
+      if ('decision' in state && state.decision.taken) holdUntilSettled(request)
       if ('lookupFailed' in state) throw state.lookupFailed
       if ('storeFailed' in state) {
         if (policy === 'deny') throw unavailable('rate-limit store')
@@ -307,6 +358,14 @@ export default fp(
     /** onSend: a failed request gives its slot back; then the quota headers. */
     async function settleQuota(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
       if (!request.caller) return payload
+      try {
+        return await settleAndSetHeaders(request, reply, payload)
+      } finally {
+        request.quotaSettled?.()
+      }
+    }
+
+    async function settleAndSetHeaders(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
       try {
         const state = request.quotaState ?? (request.quotaPending ? await request.quotaPending : undefined)
         // Only a request that stored something (or may have) keeps its slot.

@@ -20,6 +20,7 @@ import { sendAnswer, sendPage, sendRedirect, type AnswerExtras } from './respond
 import { notFoundPage } from './pages/index.js'
 import { quietChildLogger } from '../plugins/quiet-logger.js'
 import { clientAddress } from '../plugins/client-address.js'
+import { requestedHost } from '../plugins/request-target.js'
 import { codePointLength } from '../../schemas/formats.js'
 import type { Visit } from './visits.js'
 
@@ -37,21 +38,6 @@ type SlugRoute = { Params: { slug: string } }
 function ownAddress(target: string): string {
   const { pathname, search } = new URL(target, 'http://short.invalid')
   return pathname + search
-}
-
-/**
- * The host a request is for: an absolute-form target's own (`GET http://go.acme.com/summer`, as a proxy may pass
- * on: RFC 9112 section 3.2.2 has the Host header ignored then), else request.hostname (the Host header, or
- * X-Forwarded-Host from a trusted proxy).
- */
-function requestedHost(request: FastifyRequest): string {
-  const target = request.raw.url ?? ''
-  if (target.startsWith('/') || !/^https?:\/\//i.test(target)) return request.hostname
-  try {
-    return new URL(target).hostname
-  } catch {
-    return request.hostname
-  }
 }
 
 /** Whether the visitor came over HTTPS; a scheme is case-insensitive, as a proxy's X-Forwarded-Proto may be too. */

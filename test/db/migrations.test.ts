@@ -117,6 +117,16 @@ t.test('the embedded database directory: made private; one of other files refuse
   writeFileSync(join(other, 'notes.txt'), 'mine')
   await t.rejects(openDatabase({ dataDir: other }), /holds other files and no database \(no PG_VERSION\): set DATA_DIR to a new or empty directory/)
   t.same(readdirSync(other), ['notes.txt'], 'nothing written into it, no lock left behind')
+
+  // A first start cut short (Ctrl-C while PGlite made its files, before PG_VERSION): the next start makes the database.
+  const begun = join(parent, 'begun')
+  await (await openDatabase({ dataDir: begun })).close()
+  rmSync(join(begun, 'PG_VERSION'))
+  writeFileSync(join(begun, 'shortlinks.lock'), '999999999')
+  const again = await openDatabase({ dataDir: begun })
+  t.same(await again.prisma.workspace.findMany(), [], 'a database again')
+  await again.close()
+  t.ok(existsSync(join(begun, 'PG_VERSION')))
 })
 
 t.test('a server that accepts the connection and never answers: the start says so within the connect timeout', async (t) => {

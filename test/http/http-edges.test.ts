@@ -137,6 +137,18 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
     t.match(JSON.parse(late.body).detail, /one Host header/, 'a second Host after 2,100 other headers')
   })
 
+  t.test('API answers before any hook (a path that cannot be decoded) and to absolute-form targets carry the API headers', async (t) => {
+    for (const request of [
+      `GET /v1/links/%zz HTTP/1.1\r\nHost: api.edges.test\r\nConnection: close\r\n\r\n`,
+      `GET http://api.edges.test/v1/links HTTP/1.1\r\nHost: api.edges.test\r\nConnection: close\r\n\r\n`,
+      `GET http://api.edges.test/v1/links HTTP/1.1\r\nHost: api.edges.test\r\nApi-Authorization: ${token}\r\nConnection: close\r\n\r\n`,
+    ]) {
+      const response = await rawRequest(port, request)
+      t.equal(response.headers['cache-control'], 'no-store', `${response.status}: ${request.split('\r\n')[0]}`)
+      t.equal(response.headers['x-content-type-options'], 'nosniff')
+    }
+  })
+
   t.test('CONNECT (a proxy tunnel) is answered as a path the service does not have, not by a closed socket', async (t) => {
     for (const target of ['127.0.0.1:5432', '/healthz']) {
       const response = await rawRequest(port, `CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n\r\n`)

@@ -56,6 +56,38 @@ async function failuresBesideValidUpdates(t: Test, apps: FastifyInstance[], labe
 
 t.test('one instance, in-process store: failing updates beside valid ones take no slot', (t) => failuresBesideValidUpdates(t, [single.app], 'memory failing beside valid'))
 
+/**
+ * Requests that fail only at their write, and so hold a slot for a moment (a create of a slug stored long ago with
+ * autofill off, whose INSERT finds it; an update by uniq in one statement that changes the link's id), sent beside
+ * valid ones at the quota's edge: a valid request refused meanwhile waits for those slots to be settled and asks
+ * again, so every valid request within the quota succeeds (it was told 429, Retry-After 3600, while the slot was
+ * about to be given back).
+ */
+async function lateFailuresBesideValid(t: Test, app: FastifyInstance, label: string) {
+  // Creates and updates have a quota each: 10 an hour here, 2 creates used by the set-up.
+  const ws = await quotaWorkspace(prisma, label, { hour: 10, day: 100 })
+  const api = client(app, ws.token)
+  const link = json(await api.create({ url: url('late'), id: 'late' }, { autofill: false }))
+  json(await api.create({ url: url('taken'), id: 'taken' }, { autofill: false }))
+  const send = (kind: number, i: number) =>
+    kind === 0 ? api.create({ url: url(`valid-${i}`) }, { autofill: false })
+    : kind === 1 ? api.create({ url: url(`taken-${i}`), id: 'taken' }, { autofill: false })
+    : kind === 2 ? api.update(link.uniq, { title: `valid ${i}` }, { autofill: false })
+    : api.update(link.uniq, { id: 'renamed', title: 'x' }, { autofill: false })
+  const answers = await Promise.all(Array.from({ length: 32 }, (_, i) => send(i % 4, i).then((response) => ({ kind: i % 4, response }))))
+  const of = (kind: number) => countStatuses(answers.filter((a) => a.kind === kind).map((a) => a.response))
+  t.same(of(0), { 201: 8 }, 'every valid create within the quota (the 8 left) succeeds')
+  t.same(of(1), { 409: 8 })
+  t.same(of(2), { 200: 8 }, 'every valid update within the quota (8 of its 10) succeeds')
+  t.same(of(3), { 400: 8 })
+  const creates = (await api.create({ url: url('one-more') }, { autofill: false })).statusCode
+  const updates = []
+  for (const title of ['ninth', 'tenth', 'eleventh']) updates.push((await api.update(link.uniq, { title }, { autofill: false })).statusCode)
+  t.same([creates, ...updates], [429, 200, 200, 429], 'each quota used exactly: the failed requests gave their slots back')
+}
+
+t.test('one instance, in-process store: requests that fail at their write hold no valid request back', (t) => lateFailuresBesideValid(t, single.app, 'memory late failures'))
+
 t.test('two instances sharing one Redis', { skip: REDIS_URL ? false : 'REDIS_URL is unset: no shared Redis to test' }, async (t) => {
   const keyPrefix = redisKeyPrefix(t)
   // The second instance opens a database connection of its own, as another process would.
@@ -88,6 +120,7 @@ t.test('two instances sharing one Redis', { skip: REDIS_URL ? false : 'REDIS_URL
   })
 
   t.test('failing updates beside valid ones take no slot', (t) => failuresBesideValidUpdates(t, apps, 'redis failing beside valid'))
+  t.test('requests that fail at their write hold no valid request of their instance back', (t) => lateFailuresBesideValid(t, apps[0], 'redis late failures'))
 
   t.test('failing requests in the burst give their slots back: the quota is used exactly, never more', async (t) => {
     const ws = await quotaWorkspace(prisma, 'redis mixed burst', { hour: 12, day: 100 })

@@ -165,6 +165,18 @@ t.test('an absolute-form request target names the host itself: the Host header i
   t.equal(forOtherHost.status, 404, 'the target is another host: no link, whatever the Host')
   t.match(forOtherHost.headers['content-type'], /problem\+json/)
   t.equal((await get('/summer', 'go.acme.test')).status, 302, 'origin form: the Host header, as always')
+
+  // Behind a trusted proxy its X-Forwarded-Host names the visitor's host, whatever the form of the target it sends.
+  const { app: proxied } = await buildTestApp(t, { database, env: { TRUST_PROXY: '127.0.0.1' } })
+  await proxied.redirects.domains.refresh()
+  await proxied.listen({ port: 0, host: '127.0.0.1' })
+  const proxiedPort = (proxied.server.address() as AddressInfo).port
+  const forwarded = await rawRequest(
+    proxiedPort,
+    `GET http://api.example.com/summer HTTP/1.1\r\nHost: api.example.com\r\nX-Forwarded-Host: go.acme.test\r\nUser-Agent: ${DESKTOP}\r\nConnection: close\r\n\r\n`,
+  )
+  t.equal(forwarded.status, 302, "a trusted proxy's X-Forwarded-Host")
+  t.equal(forwarded.headers.location, 'https://example.com/summer-sale')
 })
 
 t.test('a domain added later (by the command line) is served on its first visit once the domains are read again', async (t) => {
