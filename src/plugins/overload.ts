@@ -99,13 +99,14 @@ const refusal = { event_loop: overloaded('event loop'), database_pool: overloade
  * What a request under pressure gets: undefined lets it through, a problem body is sent as the answer.
  * The event loop's delay is not judged until two sample intervals have passed since the app was ready: the
  * delay sampled before covers start-up (migrations, loading code, the embedded database), which blocks the
- * loop, and is not load. An event-loop delay of Infinity is under-pressure's "no sample in the interval",
- * one task that held the loop throughout, the same case. Either way the pool is still checked
- * (under-pressure stops at the first check that fails).
+ * loop, and is not load. After that, an event-loop delay of Infinity (under-pressure's "no sample in the
+ * interval": tasks that held the loop for the whole interval, longer than the default limit itself) is the
+ * most saturated the loop can be: ignored, as it was, protection never engaged at the default settings. The pool
+ * is still checked (under-pressure stops at the first check that fails).
  */
-function decide(request: FastifyRequest, reply: FastifyReply, type: string, value: number | undefined, poolRefuses: boolean) {
+function decide(request: FastifyRequest, reply: FastifyReply, type: string, _value: number | undefined, poolRefuses: boolean) {
   const { active } = request.server.overload
-  if (type !== TYPE_HEALTH_CHECK && value !== Infinity && active().event_loop) return refuse(request, reply, 'event_loop')
+  if (type !== TYPE_HEALTH_CHECK && active().event_loop) return refuse(request, reply, 'event_loop')
   if (poolRefuses && active().database_pool) return refuse(request, reply, 'database_pool')
   return undefined
 }
@@ -146,8 +147,7 @@ export default fp(
     })
     const eventLoopSaturated = () => {
       if (eventLoopDelayMs === 0 || performance.now() < judgedFrom) return false
-      const delay = app.memoryUsage().eventLoopDelay
-      return delay > eventLoopDelayMs && delay !== Infinity
+      return app.memoryUsage().eventLoopDelay > eventLoopDelayMs
     }
     app.decorate('overload', {
       refused: { event_loop: 0, database_pool: 0 },

@@ -11,6 +11,7 @@ import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../../src/errors/app-error.js'
 import { acmeWorkspace, visit } from '../redirects/visit-support.js'
 import { parseExposition, valueOf } from '../support/prometheus-text.js'
 import { until } from '../support/polling.js'
+import { loadConfig } from '../../src/config/config.js'
 import { buildTestApp } from '../support/test-app.js'
 
 /** Sends `request` until it is answered 503 (the pressure is sampled, so a request may slip in between). */
@@ -83,6 +84,24 @@ t.test('a saturated event loop: 503 at once for the API and visitors; /readyz 50
   await until(async () => (await list()).statusCode === 200, 'the API to answer again')
   await until(async () => (await visit(app, '/busy')).statusCode === 302, 'the visit to be redirected again')
   await until(async () => (await app.inject('/readyz')).json().status === 'ready', '/readyz to say ready again')
+})
+
+t.test('tasks that hold the event loop longer than a whole sample, at the default limit: refused too', async (t) => {
+  // Slices of 1,500 ms against the default limit of 1,000 ms sampled every second: an interval with no sample at all
+  // (under-pressure's Infinity), which counted as no pressure.
+  // (The tests' configuration turns the check off: the service's default is set again here.)
+  const test = await buildTestApp(t, { env: { OVERLOAD_EVENT_LOOP_DELAY_MS: '1000' }, overload: { sampleIntervalMs: 1000 } })
+  const { app } = test
+  t.equal(test.config.overload.eventLoopDelayMs, loadConfig({}).overload.eventLoopDelayMs, 'the default limit')
+  const { token } = await acmeWorkspace(test)
+  const list = () => app.inject({ url: '/v1/links', headers: { 'api-authorization': token } })
+  await until(async () => (await list()).statusCode === 200, 'the API to answer before the test')
+  const stop = saturateEventLoop(1500)
+  t.teardown(stop)
+  await until(() => app.overload.reason() === 'event_loop', 'the event loop to count as saturated', 20_000)
+  assertOverloaded(t, await refusedOnce(list, 'the API'), /event loop/)
+  stop()
+  await until(async () => (await list()).statusCode === 200, 'the API to answer again')
 })
 
 t.test('a saturated database pool: the API gets 503 at once, not after a wait; visitors go on; then recovery', async (t) => {
