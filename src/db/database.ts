@@ -259,11 +259,8 @@ async function migrate(connectionString: string): Promise<void> {
   let unanswered = 0
   const silent = new Promise<never>((_resolve, reject) => {
     const ping = async () => {
-      const pinger = new pg.Client({ connectionString, connectionTimeoutMillis: PING_TIMEOUT_MS, query_timeout: PING_TIMEOUT_MS } as pg.ClientConfig)
-      pinger.on('error', () => {})
       try {
-        await pinger.connect()
-        await pinger.query('SELECT 1')
+        await pingOnNewConnection(connectionString)
         unanswered = 0
       } catch (error) {
         // A SQLSTATE is PostgreSQL's own answer; anything else (a timeout, a refused or cut connection) is none.
@@ -271,8 +268,6 @@ async function migrate(connectionString: string): Promise<void> {
         else if (++unanswered >= 2) {
           return reject(new Error(`PostgreSQL stopped answering while the migrations ran: ${(error as Error).message}`, { cause: error }))
         }
-      } finally {
-        void waitAtMost(pinger.end(), PING_TIMEOUT_MS)
       }
       if (!finished) timer = setTimeout(ping, MIGRATION_PING_EVERY_MS)
     }
@@ -287,6 +282,33 @@ async function migrate(connectionString: string): Promise<void> {
     // A connection to a server that stopped answering may never end: not waited for beyond the ping's deadline.
     await waitAtMost(client.end(), PING_TIMEOUT_MS)
   }
+}
+
+/** `SELECT 1` on a connection of its own, connect and statement within PING_TIMEOUT_MS each; the connection ends. */
+async function pingOnNewConnection(connectionString: string): Promise<void> {
+  const pinger = new pg.Client({ connectionString, connectionTimeoutMillis: PING_TIMEOUT_MS, query_timeout: PING_TIMEOUT_MS } as pg.ClientConfig)
+  pinger.on('error', () => {})
+  try {
+    await pinger.connect()
+    await pinger.query('SELECT 1')
+  } finally {
+    void waitAtMost(pinger.end(), PING_TIMEOUT_MS)
+  }
+}
+
+/**
+ * Whether PostgreSQL answers (/readyz): on an idle connection of the API's pool when it has one and no query waits
+ * (no new connection for every probe); otherwise on a connection of its own, so that a busy pool is not
+ * taken for a database out of reach (the probe waited in the pool's queue for its 3 s and said "unreachable").
+ * A server that refuses a new connection for want of room (SQLSTATE class 53, too many connections) answers.
+ */
+function pingPostgres(pool: pg.Pool, connectionString: string): Promise<boolean> {
+  const free = pool.idleCount > 0 && pool.waitingCount === 0
+  const probe = free ? pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig) : pingOnNewConnection(connectionString)
+  return probe.then(
+    () => true,
+    (error: unknown) => isPostgresError(error) && (error as pg.DatabaseError).code!.startsWith('53'),
+  )
 }
 
 /**
@@ -361,7 +383,7 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
     sql: (sql, params = [], prepared) => runStatement((config) => pool.query(config), sql, params, prepared),
     write: (sql, params, prepared) => poolWrite(pool, sql, params, prepared),
     transaction: (work, options) => poolTransaction(pool, work, options?.statementTimeoutMs),
-    ping: () => pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig).then(() => true, () => false),
+    ping: () => pingPostgres(pool, connectionString),
     pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
     interrupt,
     interrupted: () => interrupted,

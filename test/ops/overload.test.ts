@@ -104,6 +104,21 @@ t.test('tasks that hold the event loop longer than a whole sample, at the defaul
   await until(async () => (await list()).statusCode === 200, 'the API to answer again')
 })
 
+t.test('a busy pool below the overload limit: /readyz says ready, at once (the database answers)', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (one connection on the embedded database)' }, async (t) => {
+  const test = await buildTestApp(t)
+  const { app, database } = test
+  t.same((await app.inject('/readyz')).json(), { status: 'ready' }, 'started (its start-up reads done)')
+  // Every connection of the main pool held for 2 s, and 5 more queries waiting for one: busy, not out of reach.
+  const held = Array.from({ length: 15 }, (_, i) => database.sql(i < 10 ? 'SELECT pg_sleep(2)' : 'SELECT 1'))
+  await until(() => database.pools().find((pool) => pool.name === 'main')!.waiting > 0, 'queries to wait for a connection', 5_000)
+  const started = Date.now()
+  const ready = await app.inject('/readyz')
+  const tookMs = Date.now() - started
+  t.same([ready.statusCode, ready.json()], [200, { status: 'ready' }], 'asked on a connection of its own')
+  t.ok(tookMs < 1500, `in ${tookMs} ms (it waited 3 s in the pool's queue, then said "database unreachable")`)
+  await Promise.all(held)
+})
+
 t.test('a saturated database pool: the API gets 503 at once, not after a wait; visitors go on; then recovery', async (t) => {
   const test = await buildTestApp(t, {
     env: { OVERLOAD_DB_POOL_WAITING: '3' },
