@@ -67,25 +67,36 @@ export interface AppOptions {
   bulk?: BulkSlotOptions
 }
 
-/** A request id from the caller (a load balancer's X-Request-Id) when it looks sane, else a new one. */
+/** An API token (src/auth/tokens.ts: `sl_` and 32 more), in any case, where a client may put one by mistake. */
+const TOKEN = /sl_[A-Za-z0-9_-]{24,}/i
+const TOKENS = new RegExp(TOKEN.source, 'gi')
+/** What a URL holding a token holds, its letters percent-encoded or not: the cheap test before decoding it. */
+const MAY_HOLD_TOKEN = /s(?:l|%6c)(?:_|%5f)/i
+
+/** A request id from the caller (a load balancer's X-Request-Id) when it looks sane (and is no token), else a new one. */
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
   const given = request.headers['x-request-id']
-  return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) ? given : randomUUID()
+  return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) && !TOKEN.test(given) ? given : randomUUID()
 }
 
-/**
- * An API token (src/auth/tokens.ts: `sl_` and 32 more) in a request's URL, where a client may put one by mistake
- * (a query parameter, the path), its underscore percent-encoded or not.
- */
-const TOKEN_IN_URL = /sl(?:_|%5f)[A-Za-z0-9_%-]{24,}/gi
-const MAY_HOLD_TOKEN = /sl(?:_|%5f)/i
+/** The URL as logged: anything shaped like a token masked, found in its decoded form (`s%6c_…` too). */
+function loggedUrl(url: string): string {
+  if (!MAY_HOLD_TOKEN.test(url)) return url
+  let text = url
+  try {
+    text = decodeURIComponent(url)
+  } catch {
+    // Not decodable as a whole: the literal tokens in it are still masked.
+  }
+  return TOKEN.test(text) ? text.replace(TOKENS, 'sl_[redacted]') : url
+}
 
 /**
  * The request as its log line holds it (Fastify's own fields), with anything shaped like a token in its URL masked:
  * the token is never logged, whichever place a client sent it in (it is only ever read from Api-Authorization).
  */
 function loggedRequest(request: FastifyRequest) {
-  const url = MAY_HOLD_TOKEN.test(request.url) ? request.url.replace(TOKEN_IN_URL, 'sl_[redacted]') : request.url
+  const url = loggedUrl(request.url)
   return {
     method: request.method,
     url,

@@ -57,9 +57,35 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
   return reply.code(error.status).headers(error.headers).type('application/problem+json').send(error.toProblem())
 }
 
+/** A dependency down answers every request 503: logged once a minute at most per app, with how many were not. */
+const UNAVAILABLE_LOG_INTERVAL_MS = 60_000
+
+class UnavailableLog {
+  private last = -Infinity
+  private unlogged = 0
+
+  log(error: unknown, request: FastifyRequest): void {
+    const now = Date.now()
+    if (now - this.last < UNAVAILABLE_LOG_INTERVAL_MS) {
+      this.unlogged++
+      return
+    }
+    request.log.warn({ err: error, notLogged: this.unlogged }, 'request failed: service unavailable (the next are counted, and logged a minute from now)')
+    this.last = now
+    this.unlogged = 0
+  }
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    unavailableLog: UnavailableLog
+  }
+}
+
 /**
  * Answers whatever a request ended in as problem+json. An error of ours (500) is logged as an error; a 503 is a
- * dependency that is down or busy, not a fault of the service, so a warning; the rest is information.
+ * dependency that is down or busy, not a fault of the service, so a warning, once a minute at most (an outage
+ * would otherwise write one, with its stack, per request); the rest is information.
  */
 export function replyWithError(error: FastifyError | Error, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   // A client that went away before its request had fully arrived makes its body stream fail ("aborted"):
@@ -68,13 +94,14 @@ export function replyWithError(error: FastifyError | Error, request: FastifyRequ
   const appError = clientLeft
     ? badRequest('The connection closed before the request was complete')
     : toAppError(error, request.routeOptions?.bodyLimit)
-  if (appError.status === 503) request.log.warn({ err: error }, 'request failed: service unavailable')
+  if (appError.status === 503) request.server.unavailableLog.log(error, request)
   else if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
   return sendProblem(reply, appError)
 }
 
 export default fp(async function errors(app: FastifyInstance) {
+  app.decorate('unavailableLog', new UnavailableLog())
   app.setErrorHandler(replyWithError)
   app.setNotFoundHandler((request, reply) => sendProblem(reply, notFound('route')))
 })

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
+import { Registry } from 'prom-client'
 import t from 'tap'
 import { freePort, quotaWorkspace } from '../rate-limits/quota-support.js'
 import { acmeWorkspace, postPassword, SHORT_DOMAIN, visit } from '../redirects/visit-support.js'
@@ -181,4 +182,25 @@ t.test('requests no route matches are counted under the route `unmatched`', asyn
   t.equal((await app.inject({ method: 'PATCH', url: '/another/path' })).statusCode, 404)
   const metrics = await scrape(app)
   t.equal(valueOf(metrics, 'http_request_duration_seconds_count', duration('PATCH', 'unmatched', 404)), 2)
+})
+
+t.test('scrapes under way at once share one rendering; the next renders afresh', async (t) => {
+  const { app } = await buildTestApp(t)
+  let renders = 0
+  const merged = Registry.prototype.metrics
+  // Counted where every rendering goes: the merged registry's metrics().
+  Registry.prototype.metrics = function (this: Registry) {
+    renders++
+    return merged.call(this)
+  }
+  t.teardown(() => {
+    Registry.prototype.metrics = merged
+  })
+  const answers = await Promise.all(Array.from({ length: 20 }, () => app.inject('/metrics')))
+  t.ok(answers.every((answer) => answer.statusCode === 200))
+  t.equal(new Set(answers.map((answer) => answer.body)).size, 1, 'the same text for all')
+  t.ok(renders < 5, `${renders} renderings for 20 scrapes at once`)
+  const before = renders
+  await app.inject('/metrics')
+  t.equal(renders, before + 1, 'a scrape after them renders again (its counts are fresh)')
 })

@@ -232,6 +232,9 @@ t.test('a database that cannot be reached: 503, and a warning with the request i
   t.equal(json(response).code, 'unavailable')
   t.match(lines.filter((line) => line.level >= 40 && line.msg.startsWith('request failed')), [{ level: 40, reqId: 'visit-42' }])
   t.notOk(lines.some((line) => line.level < 40), 'still nothing below warn')
+  // An outage answers every visit 503: one warning a minute, not one (with its stack) per visit.
+  for (let i = 0; i < 20; i++) t.equal((await visit(cut, `/cold-${i}`)).statusCode, 503)
+  t.equal(lines.filter((line) => line.msg.startsWith('request failed')).length, 1, 'the first only, within the minute')
 })
 
 t.test('the password form\'s body type is the visitor routes\' only: the API does not parse it', async (t) => {
