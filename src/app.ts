@@ -70,8 +70,11 @@ export interface AppOptions {
 /** An API token (src/auth/tokens.ts: `sl_` and 32 more), in any case, where a client may put one by mistake. */
 const TOKEN = /sl_[A-Za-z0-9_-]{24,}/i
 const TOKENS = new RegExp(TOKEN.source, 'gi')
-/** What a URL holding a token holds, its letters percent-encoded or not: the cheap test before decoding it. */
-const MAY_HOLD_TOKEN = /s(?:l|%6c)(?:_|%5f)/i
+/** What a URL holding a token holds, any of its letters percent-encoded or not: the cheap test before decoding. */
+const MAY_HOLD_TOKEN = /(?:s|%73)(?:l|%6c)(?:_|%5f)/i
+/** Decodes the URL's escapes of ASCII characters (a token's are), whatever else in it would not decode. */
+const decodeAscii = (url: string) =>
+  url.replace(/%([0-7][0-9a-f])/gi, (_escape, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
 
 /** A request id from the caller (a load balancer's X-Request-Id) when it looks sane (and is no token), else a new one. */
 function requestId(request: { headers: Record<string, string | string[] | undefined> }): string {
@@ -79,15 +82,10 @@ function requestId(request: { headers: Record<string, string | string[] | undefi
   return typeof given === 'string' && /^[\w.:-]{1,128}$/.test(given) && !TOKEN.test(given) ? given : randomUUID()
 }
 
-/** The URL as logged: anything shaped like a token masked, found in its decoded form (`s%6c_…` too). */
+/** The URL as logged: anything shaped like a token masked, found with its ASCII escapes decoded (`s%6c_…` too). */
 function loggedUrl(url: string): string {
   if (!MAY_HOLD_TOKEN.test(url)) return url
-  let text = url
-  try {
-    text = decodeURIComponent(url)
-  } catch {
-    // Not decodable as a whole: the literal tokens in it are still masked.
-  }
+  const text = decodeAscii(url)
   return TOKEN.test(text) ? text.replace(TOKENS, 'sl_[redacted]') : url
 }
 

@@ -297,18 +297,43 @@ async function pingOnNewConnection(connectionString: string): Promise<void> {
 }
 
 /**
- * Whether PostgreSQL answers (/readyz): on an idle connection of the API's pool when it has one and no query waits
- * (no new connection for every probe); otherwise on a connection of its own, so that a busy pool is not
- * taken for a database out of reach (the probe waited in the pool's queue for its 3 s and said "unreachable").
- * A server that refuses a new connection for want of room (SQLSTATE class 53, too many connections) answers.
+ * Whether PostgreSQL answers (/readyz), within PING_TIMEOUT_MS in all: on an idle connection of the API's pool when
+ * it has one and no query waits (no new connection for every probe); otherwise on a connection of its own, so that
+ * a busy pool is not taken for a database out of reach (the probe waited in the pool's queue for its 3 s and said
+ * "unreachable"). A server that refuses a new connection for want of room (SQLSTATE class 53, too many connections)
+ * answers. Probes at once share one; while the pool stays busy, a probe's own connection's answer stands for
+ * BUSY_PING_REUSE_MS, so that a flood of /readyz (it needs no token) cannot open a connection each.
  */
-function pingPostgres(pool: pg.Pool, connectionString: string): Promise<boolean> {
-  const free = pool.idleCount > 0 && pool.waitingCount === 0
-  const probe = free ? pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig) : pingOnNewConnection(connectionString)
-  return probe.then(
-    () => true,
-    (error: unknown) => isPostgresError(error) && (error as pg.DatabaseError).code!.startsWith('53'),
-  )
+function postgresPinger(pool: pg.Pool, connectionString: string): () => Promise<boolean> {
+  let pending: Promise<boolean> | null = null
+  let ownConnection: { at: number; answered: boolean } | null = null
+  const probe = async (): Promise<boolean> => {
+    const free = pool.idleCount > 0 && pool.waitingCount === 0
+    if (!free && ownConnection && performance.now() - ownConnection.at < BUSY_PING_REUSE_MS) return ownConnection.answered
+    const asked = free ? pool.query({ text: 'SELECT 1', query_timeout: PING_TIMEOUT_MS } as pg.QueryConfig) : pingOnNewConnection(connectionString)
+    const answered = await withinPingDeadline(asked).then(
+      () => true,
+      (error: unknown) => isPostgresError(error) && (error as pg.DatabaseError).code!.startsWith('53'),
+    )
+    if (!free) ownConnection = { at: performance.now(), answered }
+    return answered
+  }
+  return () =>
+    (pending ??= probe().finally(() => {
+      pending = null
+    }))
+}
+
+const BUSY_PING_REUSE_MS = 1000
+
+/** `promise`, or a rejection once PING_TIMEOUT_MS have passed (connect and statement together). */
+function withinPingDeadline(promise: Promise<unknown>): Promise<unknown> {
+  let timer: NodeJS.Timeout | undefined
+  const deadline = new Promise((_resolve, reject) => {
+    timer = setTimeout(() => reject(new Error('no answer in time')), PING_TIMEOUT_MS)
+  })
+  promise.catch(() => {})
+  return Promise.race([promise, deadline]).finally(() => clearTimeout(timer))
 }
 
 /**
@@ -383,7 +408,7 @@ async function openPostgres(connectionString: string, options: OpenDatabaseOptio
     sql: (sql, params = [], prepared) => runStatement((config) => pool.query(config), sql, params, prepared),
     write: (sql, params, prepared) => poolWrite(pool, sql, params, prepared),
     transaction: (work, options) => poolTransaction(pool, work, options?.statementTimeoutMs),
-    ping: () => pingPostgres(pool, connectionString),
+    ping: postgresPinger(pool, connectionString),
     pools: () => [statsOf('main', pool, POOL_SIZE), statsOf('visitor', visitorPool, VISITOR_POOL_SIZE)],
     interrupt,
     interrupted: () => interrupted,

@@ -57,22 +57,26 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
   return reply.code(error.status).headers(error.headers).type('application/problem+json').send(error.toProblem())
 }
 
-/** A dependency down answers every request 503: logged once a minute at most per app, with how many were not. */
+/**
+ * A dependency down answers every request 503: each cause (the answer's detail: the database, the rate-limit
+ * store...) logged once a minute at most per app, with how many of it went unlogged since its previous line.
+ */
 const UNAVAILABLE_LOG_INTERVAL_MS = 60_000
 
 class UnavailableLog {
-  private last = -Infinity
-  private unlogged = 0
+  private readonly causes = new Map<string, { last: number; unlogged: number }>()
 
-  log(error: unknown, request: FastifyRequest): void {
+  log(error: unknown, problem: AppError, request: FastifyRequest): void {
     const now = Date.now()
-    if (now - this.last < UNAVAILABLE_LOG_INTERVAL_MS) {
-      this.unlogged++
+    const cause = this.causes.get(problem.detail) ?? { last: -Infinity, unlogged: 0 }
+    this.causes.set(problem.detail, cause)
+    if (now - cause.last < UNAVAILABLE_LOG_INTERVAL_MS) {
+      cause.unlogged++
       return
     }
-    request.log.warn({ err: error, notLogged: this.unlogged }, 'request failed: service unavailable (the next are counted, and logged a minute from now)')
-    this.last = now
-    this.unlogged = 0
+    request.log.warn({ err: error, unloggedSincePrevious: cause.unlogged }, 'request failed: service unavailable (more of this cause within a minute are counted, not logged)')
+    cause.last = now
+    cause.unlogged = 0
   }
 }
 
@@ -94,7 +98,7 @@ export function replyWithError(error: FastifyError | Error, request: FastifyRequ
   const appError = clientLeft
     ? badRequest('The connection closed before the request was complete')
     : toAppError(error, request.routeOptions?.bodyLimit)
-  if (appError.status === 503) request.server.unavailableLog.log(error, request)
+  if (appError.status === 503) request.server.unavailableLog.log(error, appError, request)
   else if (appError.status >= 500) request.log.error({ err: error }, 'request failed')
   else request.log.info({ code: appError.code, status: appError.status }, appError.detail)
   return sendProblem(reply, appError)

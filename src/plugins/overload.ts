@@ -100,9 +100,9 @@ const refusal = { event_loop: overloaded('event loop'), database_pool: overloade
  * The event loop's delay is not judged until two sample intervals have passed since the app was ready: the
  * delay sampled before covers start-up (migrations, loading code, the embedded database), which blocks the
  * loop, and is not load. After that, an event-loop delay of Infinity (under-pressure's "no sample in the
- * interval": tasks that held the loop for the whole interval, longer than the default limit itself) is the
- * most saturated the loop can be: ignored, as it was, protection never engaged at the default settings. The pool
- * is still checked (under-pressure stops at the first check that fails).
+ * interval": the loop was held for at least the whole interval) is over any limit no longer than the interval,
+ * the default's case: ignored, as it was, protection never engaged at the default settings. The pool is still
+ * checked (under-pressure stops at the first check that fails).
  */
 function decide(request: FastifyRequest, reply: FastifyReply, type: string, _value: number | undefined, poolRefuses: boolean) {
   const { active } = request.server.overload
@@ -147,7 +147,9 @@ export default fp(
     })
     const eventLoopSaturated = () => {
       if (eventLoopDelayMs === 0 || performance.now() < judgedFrom) return false
-      return app.memoryUsage().eventLoopDelay > eventLoopDelayMs
+      const delay = app.memoryUsage().eventLoopDelay
+      // No sample in the interval: the loop was held for at least the interval, which is over a limit no longer.
+      return delay === Infinity ? eventLoopDelayMs <= sampleIntervalMs : delay > eventLoopDelayMs
     }
     app.decorate('overload', {
       refused: { event_loop: 0, database_pool: 0 },

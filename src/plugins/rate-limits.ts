@@ -324,7 +324,7 @@ export default fp(
         state = await (request.quotaPending = reserve(request))
       }
       request.quotaState = state
-      if ('decision' in state && state.decision.taken) holdUntilSettled(request)
+      if ('decision' in state && state.decision.taken && !request.quotaSettled) holdUntilSettled(request)
       if ('lookupFailed' in state) throw state.lookupFailed
       if ('storeFailed' in state) {
         if (policy === 'deny') throw unavailable('rate-limit store')

@@ -1,7 +1,10 @@
 /** Contract sections 1 and 6: every status code and its problem+json body. */
 import type { LightMyRequestResponse } from 'fastify'
 import type { Test } from 'tap'
+import Fastify from 'fastify'
 import t from 'tap'
+import errors from '../../src/plugins/errors.js'
+import { unavailable } from '../../src/errors/app-error.js'
 import { buildApp } from '../../src/app.js'
 import type { Database } from '../../src/db/database.js'
 import { openDatabase } from '../../src/db/database.js'
@@ -157,4 +160,24 @@ t.test("the docs' static files: a path outside them or a range past the end is t
   const range = await docs.inject({ url: '/docs/static/index.css', headers: { range: 'bytes=999999-' } })
   assertProblem(t, range, 400, 'bad_request')
   t.same(lines.filter((line) => line.level >= 50), [], 'no error in the log')
+})
+
+t.test('503s are logged once a minute per cause, each with the count of its own unlogged', async (t) => {
+  const lines: Record<string, any>[] = []
+  const bare = Fastify({ logger: { level: 'info', stream: { write: (line: string) => void lines.push(JSON.parse(line)) } } })
+  await bare.register(errors)
+  bare.get('/store', async () => {
+    throw unavailable('rate-limit store')
+  })
+  bare.get('/keys', async () => {
+    throw unavailable('idempotency key store')
+  })
+  t.teardown(() => bare.close())
+  for (let i = 0; i < 3; i++) t.equal((await bare.inject('/store')).statusCode, 503)
+  t.equal((await bare.inject('/keys')).statusCode, 503)
+  const warnings = lines.filter((line) => line.msg.startsWith('request failed: service unavailable'))
+  t.same(warnings.map((line) => [line.err.message, line.unloggedSincePrevious]), [
+    [unavailable('rate-limit store').message, 0],
+    [unavailable('idempotency key store').message, 0],
+  ], 'the first of each cause, the repeats of the first counted')
 })

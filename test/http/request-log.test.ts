@@ -56,7 +56,7 @@ t.test('a token sent in the query string (where it does not belong) is masked in
   t.ok(mine.length > 0)
   t.notOk(JSON.stringify(mine).includes(token.slice(11)), 'no part of the token past its shown prefix')
   t.equal(mine.at(-1)!.req.url, '/v1/links?limit=1&token=sl_[redacted]&api_key=sl_[redacted]')
-  for (const url of [`/v1/links/${token}`, `/v1/links?k=${token.replace('sl_', 'sl%5F')}`, `/v1/links?k=${token.replace('sl_', 'sl%5f')}&more=1`, `/v1/links?q=${token.replace('sl_', 's%6c_')}`, `/v1/links?bad=%ZZ&k=${token}`]) {
+  for (const url of [`/v1/links/${token}`, `/v1/links?k=${token.replace('sl_', 'sl%5F')}`, `/v1/links?k=${token.replace('sl_', 'sl%5f')}&more=1`, `/v1/links?q=${token.replace('sl_', 's%6c_')}`, `/v1/links?bad=%ZZ&k=${token}`, `/v1/links?q=%E0%A4%A&t=${token.replace('sl_', 'sl%5F')}`, `/v1/links?q=%ZZ&t=${token.replace('sl_', 's%6c_')}`, `/v1/links?t=${token.replace('sl_', '%73l_')}`]) {
     await app.inject({ method: 'GET', url, headers: { 'x-request-id': `elsewhere-${url.length}` } })
     const line = lines.filter((entry) => entry.reqId === `elsewhere-${url.length}`).at(-1)!
     t.notOk(JSON.stringify(line).includes(token.slice(11)), `${line.req.url}: masked`)

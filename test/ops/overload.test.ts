@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify'
 import { setTimeout as sleep } from 'node:timers/promises'
+import pg from 'pg'
 import t, { type Test } from 'tap'
 import { RETRY_AFTER_UNAVAILABLE_SECONDS } from '../../src/errors/app-error.js'
 import { acmeWorkspace, visit } from '../redirects/visit-support.js'
@@ -116,6 +117,21 @@ t.test('a busy pool below the overload limit: /readyz says ready, at once (the d
   const tookMs = Date.now() - started
   t.same([ready.statusCode, ready.json()], [200, { status: 'ready' }], 'asked on a connection of its own')
   t.ok(tookMs < 1500, `in ${tookMs} ms (it waited 3 s in the pool's queue, then said "database unreachable")`)
+  // A flood of probes (they need no token) while the pool is busy opens no connection each.
+  let connects = 0
+  const prototype = pg.Client.prototype as unknown as { connect: (...args: unknown[]) => unknown }
+  const connect = prototype.connect
+  prototype.connect = function (this: unknown, ...args: unknown[]) {
+    connects++
+    return connect.apply(this, args)
+  }
+  t.teardown(() => {
+    prototype.connect = connect
+  })
+  const flood = await Promise.all(Array.from({ length: 40 }, () => app.inject('/readyz')))
+  for (let i = 0; i < 10; i++) flood.push(await app.inject('/readyz'))
+  t.ok(flood.every((answer) => answer.statusCode === 200))
+  t.ok(connects <= 1, `${connects} connections for 50 probes within the second`)
   await Promise.all(held)
 })
 
