@@ -12,6 +12,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import { withDeadline } from '../redis/redis-client.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 /**
  * Most addresses followed at once: past it the oldest windows are forgotten, so memory stays bounded however many
@@ -125,7 +126,7 @@ interface CountScript {
 
 /** The shared count in Redis; a Redis that does not answer in time is logged (at most once a minute) and thrown on. */
 export class RedisFailureCount implements SharedFailureCount {
-  private lastWarning = -Infinity
+  private readonly outageWarning = new OccasionalWarning()
 
   constructor(
     private readonly redis: Redis,
@@ -141,8 +142,7 @@ export class RedisFailureCount implements SharedFailureCount {
       const [failures, endsInMs] = await withDeadline(script.call(this.redis, `${this.keyPrefix}bad-tokens:${address}`, windowMs))
       return { failures: Number(failures), endsInMs: Number(endsInMs) }
     } catch (error) {
-      if (Date.now() - this.lastWarning >= 60_000) {
-        this.lastWarning = Date.now()
+      if (this.outageWarning.occurred() !== null) {
         this.log.warn({ err: error }, 'auth: Redis did not answer for the bad-token count; counting them in this process meanwhile')
       }
       throw error

@@ -9,6 +9,7 @@ import { allowEveryAddress, isPublicAddress, type AddressPolicy } from '../autof
 import { Autofill } from '../autofill/autofill.js'
 import { createGuardedAgent, type LookupFunction } from '../autofill/guarded-agent.js'
 import { MemoryMetadataCache, RedisMetadataCache, type MetadataCache } from '../autofill/metadata-cache.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 /**
  * Once the instance is closing, the most a page fetch under way may still take: the close waits 6 s for the
@@ -58,7 +59,7 @@ export default fp(
 
     const cache =
       settings.cache ?? (app.redis ? new RedisMetadataCache(app.redis, { keyPrefix: options.config.redisKeyPrefix + (settings.keyPrefix ?? '') }) : new MemoryMetadataCache())
-    let lastCacheWarning = -Infinity
+    const cacheWarning = new OccasionalWarning()
     const autofill = new Autofill({
       dispatcher,
       stop: stopFetching.signal,
@@ -67,9 +68,8 @@ export default fp(
       userAgent: AUTOFILL_USER_AGENT,
       cache,
       onCacheError: (error) => {
-        // At most one warning a minute: with Redis down, every autofill meets it.
-        if (Date.now() - lastCacheWarning < 60_000) return
-        lastCacheWarning = Date.now()
+        // With Redis down, every autofill meets it.
+        if (cacheWarning.occurred() === null) return
         app.log.warn({ err: error }, 'autofill cache unreachable: pages are fetched without it')
       },
     })

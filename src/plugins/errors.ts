@@ -16,6 +16,7 @@ import {
 import { isDatabaseBusy, isDatabaseUnavailable, isTransactionConflict, OutcomeUnknownError } from '../db/errors.js'
 import { badRequest } from '../errors/http-errors.js'
 import { fieldErrors } from './validation.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 export const BODY_LIMIT = 64 * 1024
 
@@ -61,22 +62,15 @@ export function sendProblem(reply: FastifyReply, error: AppError): FastifyReply 
  * A dependency down answers every request 503: each cause (the answer's detail: the database, the rate-limit
  * store...) logged once a minute at most per app, with how many of it went unlogged since its previous line.
  */
-const UNAVAILABLE_LOG_INTERVAL_MS = 60_000
-
 class UnavailableLog {
-  private readonly causes = new Map<string, { last: number; unlogged: number }>()
+  private readonly causes = new Map<string, OccasionalWarning>()
 
   log(error: unknown, problem: AppError, request: FastifyRequest): void {
-    const now = Date.now()
-    const cause = this.causes.get(problem.detail) ?? { last: -Infinity, unlogged: 0 }
-    this.causes.set(problem.detail, cause)
-    if (now - cause.last < UNAVAILABLE_LOG_INTERVAL_MS) {
-      cause.unlogged++
-      return
-    }
-    request.log.warn({ err: error, unloggedSincePrevious: cause.unlogged }, 'request failed: service unavailable (more of this cause within a minute are counted, not logged)')
-    cause.last = now
-    cause.unlogged = 0
+    let cause = this.causes.get(problem.detail)
+    if (!cause) this.causes.set(problem.detail, (cause = new OccasionalWarning()))
+    const occurrences = cause.occurred()
+    if (occurrences === null) return
+    request.log.warn({ err: error, unloggedSincePrevious: occurrences - 1 }, 'request failed: service unavailable (more of this cause within a minute are counted, not logged)')
   }
 }
 

@@ -26,6 +26,7 @@ import { API_HEADERS } from './api-headers.js'
 import { isApiRequest, requestedHost } from './request-target.js'
 import { notFoundPage } from '../redirects/pages/index.js'
 import { sendPage } from '../redirects/respond.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 /**
  * The longest path parameter the router takes (Fastify's default, 100, refused ordinary long domains). A
@@ -207,7 +208,6 @@ export function connectionCap(fileLimit = openFileLimit(), open = openFiles()): 
   if (fileLimit === null || !Number.isFinite(fileLimit)) return null
   return Math.max(16, fileLimit - open - Math.min(1024, Math.floor(fileLimit / 4)))
 }
-const DROP_LOG_INTERVAL_MS = 60_000
 
 /** The part options cannot say: Node's own bodiless answers to a missing Host and to an unknown Expect. */
 export default fp(
@@ -215,12 +215,10 @@ export default fp(
     const cap = connectionCap()
     if (cap !== null) app.server.maxConnections = cap
     let dropped = 0
-    let lastDropLog = -Infinity
+    const dropWarning = new OccasionalWarning()
     app.server.on('drop', () => {
       dropped++
-      const now = Date.now()
-      if (now - lastDropLog < DROP_LOG_INTERVAL_MS) return
-      lastDropLog = now
+      if (dropWarning.occurred() === null) return
       app.log.warn({ maxConnections: cap, dropped }, 'connections: at the most this process can hold (its open-file limit); new ones are dropped')
     })
     // The header checks (one Host, one Idempotency-Key) read every header; Node keeps only the first 2,000 by

@@ -24,6 +24,7 @@ import type { Config } from '../config/config.js'
 import { overloaded } from '../errors/app-error.js'
 import type { OverloadCounts } from '../metrics/service-metrics.js'
 import { PROBLEM_MEDIA_TYPE } from './openapi-responses.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 export type OverloadReason = keyof OverloadCounts['refused']
 
@@ -91,8 +92,6 @@ export const VISITOR_PRESSURE = {
 /** The API's (every route without a handler of its own): either pressure refuses it. */
 const apiPressure: PressureHandler = (request, reply, type, value) => decide(request, reply, type, value, true)
 
-const REFUSALS_LOG_INTERVAL_MS = 60_000
-
 const refusal = { event_loop: overloaded('event loop'), database_pool: overloaded('database pool') }
 
 /**
@@ -111,8 +110,7 @@ function decide(request: FastifyRequest, reply: FastifyReply, type: string, _val
   return undefined
 }
 
-let lastLog = -Infinity
-let unlogged = 0
+const refusalWarning = new OccasionalWarning()
 
 /** The answers refused for overload: the request log leaves them out (see above). */
 export const refusedReplies = new WeakSet<FastifyReply>()
@@ -121,13 +119,8 @@ export const refusedReplies = new WeakSet<FastifyReply>()
 function refuse(request: FastifyRequest, reply: FastifyReply, reason: OverloadReason) {
   request.server.overload.refused[reason]++
   refusedReplies.add(reply)
-  unlogged++
-  const now = Date.now()
-  if (now - lastLog >= REFUSALS_LOG_INTERVAL_MS) {
-    request.log.warn({ reason, refused: unlogged }, 'overloaded: requests are refused with 503 until the pressure passes')
-    lastLog = now
-    unlogged = 0
-  }
+  const refused = refusalWarning.occurred()
+  if (refused !== null) request.log.warn({ reason, refused }, 'overloaded: requests are refused with 503 until the pressure passes')
   const error = refusal[reason]
   reply.code(error.status).headers(error.headers).type(PROBLEM_MEDIA_TYPE)
   return error.toProblem()

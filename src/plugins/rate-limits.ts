@@ -28,6 +28,7 @@ import { LateReservation, type QuotaDecision, type QuotaLimits, type QuotaOperat
 import { RedisQuotaStore } from '../rate-limits/redis-store.js'
 import { firstConnection, writeAgainLater } from '../redis/redis-client.js'
 import { workspaceLimits } from '../workspaces/workspace-repository.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 export interface RateLimitOptions {
   /** false: no limits at all (benchmarks). */
@@ -130,9 +131,6 @@ const UNSETTLED_WAIT_MS = 1000
 const REFUND_RETRY_MS = 1000
 const REFUND_RETRY_FOR_MS = 30_000
 
-/** While the store is unreachable, a warning at most this often (with how many requests met it). */
-const OUTAGE_LOG_INTERVAL_MS = 60_000
-
 export default fp(
   async function rateLimits(app: FastifyInstance, options: { config: Config; rateLimits?: RateLimitOptions }) {
     const { config } = options
@@ -185,29 +183,26 @@ export default fp(
       return limits
     }
 
+    // While the store is unreachable, a warning a minute at most, with how many requests met it.
     let failing = false
-    let lastWarning = -Infinity
-    let unwarned = 0
+    const outageWarning = new OccasionalWarning()
     function storeFailed(request: FastifyRequest, error: unknown): void {
       counts.storeFailures++
-      unwarned++
-      const time = Date.now()
-      if (!failing || time - lastWarning >= OUTAGE_LOG_INTERVAL_MS) {
+      failing = true
+      const requests = outageWarning.occurred()
+      if (requests !== null) {
         request.log.warn(
-          { err: error, requests: unwarned, policy },
+          { err: error, requests, policy },
           policy === 'allow'
             ? 'rate-limit store unreachable: requests go through unlimited (RATE_LIMIT_ON_REDIS_ERROR=allow)'
             : 'rate-limit store unreachable: requests are refused with 503 (RATE_LIMIT_ON_REDIS_ERROR=deny)',
         )
-        lastWarning = time
-        unwarned = 0
       }
-      failing = true
     }
     function storeAnswered(request: FastifyRequest): void {
       if (!failing) return
       failing = false
-      unwarned = 0
+      outageWarning.reset()
       request.log.info('rate-limit store reachable again: quotas apply')
     }
 

@@ -12,6 +12,7 @@ import { randomUUID } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Redis } from 'ioredis'
 import { withDeadline } from '../redis/redis-client.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 /** What changed: some links (cache keys), or anything of a workspace that its links show (pixels, scripts). */
 export interface Change {
@@ -35,7 +36,6 @@ const HEARTBEAT_MS = 250
 const DEAF_AFTER_MS = 750
 /** A connection silent this long is closed and a new one made (ioredis's socket timeout). */
 const SOCKET_TIMEOUT_MS = 2000
-const WARNING_INTERVAL_MS = 60_000
 
 export interface ChangeChannel {
   /** True while changes made by other instances are known to arrive. */
@@ -60,7 +60,7 @@ export class RedisChangeChannel implements ChangeChannel {
   private subscribed = false
   /** When the subscriber last answered a PING or brought a message. */
   private lastHeard = 0
-  private lastWarning = -Infinity
+  private readonly publishWarning = new OccasionalWarning()
   /** A publish failed: the others may have missed a change, until everything is sent. */
   private unsent = false
   private readonly reconnected = () => this.sendEverythingIfUnsent()
@@ -144,9 +144,7 @@ export class RedisChangeChannel implements ChangeChannel {
   private send(change: Change): void {
     withDeadline(this.redis.publish(this.channel, JSON.stringify({ ...change, from: this.instance }))).then(() => this.sendEverythingIfUnsent(), (error: Error) => {
       this.unsent = true
-      const now = Date.now()
-      if (now - this.lastWarning < WARNING_INTERVAL_MS) return
-      this.lastWarning = now
+      if (this.publishWarning.occurred() === null) return
       this.log.warn(
         { err: error },
         'redirects: could not tell the other instances of a link change through Redis; they see it once this instance reaches Redis again, within 60 s at most',

@@ -11,6 +11,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
 import { withDeadline } from '../redis/redis-client.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 export const PASSWORD_TRIES = 10
 export const PASSWORD_WINDOW_MS = 15 * 60 * 1000
@@ -69,7 +70,7 @@ interface ThrottleScripts {
 
 export class RedisPasswordThrottle implements PasswordThrottle {
   private readonly fallback = new MemoryPasswordThrottle()
-  private lastWarning = -Infinity
+  private readonly outageWarning = new OccasionalWarning()
   /** Tries Redis did not count in time (the fallback did): metrics. */
   redisFailures = 0
 
@@ -107,8 +108,7 @@ export class RedisPasswordThrottle implements PasswordThrottle {
   }
 
   private warn(error: unknown): void {
-    if (Date.now() - this.lastWarning < 60_000) return
-    this.lastWarning = Date.now()
+    if (this.outageWarning.occurred() === null) return
     this.log.warn({ err: error }, 'redirects: Redis did not answer for the password tries; counting them in this process meanwhile')
   }
 }
