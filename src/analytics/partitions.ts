@@ -16,6 +16,14 @@ import type { PrismaClient } from '../db/database.js'
 /** Months created ahead of the current one. */
 export const MONTHS_AHEAD = 2
 
+/**
+ * How many days who was seen each day is kept (SeenToday: what tells a visit its visitor's first of the day): as
+ * long as the day's visitor key can still be had (src/analytics/visitor-key.ts: it lives two days from its first
+ * use). A batch stored within that after its visits (kept through a database outage) counts each visitor once, like
+ * any other; one stored later hashes its visitors under another key, so nothing could tell them apart anyway.
+ */
+export const SEEN_KEPT_DAYS = 3
+
 /** How long a partition's DDL waits for its lock before it gives up (the readers queued behind it wait as long). */
 export const DDL_LOCK_TIMEOUT_MS = 500
 
@@ -125,7 +133,7 @@ export function retentionStart(now: Date, retentionDays: number): Date {
  * Drops the partitions whose every visit is older than `retentionDays` and already summed into the aggregates
  * (a link's all-time `clicks` counts the rolled-up ones: a visit dropped before its rollup, such as those of an
  * instance's last minute before a stop, would never be counted), deletes aggregates older than that (from a whole UTC day),
- * seen-today rows older than yesterday and the ids of batches stored over a day ago. Returns the partitions
+ * seen-today rows older than SEEN_KEPT_DAYS and the ids of batches stored over a day ago. Returns the partitions
  * dropped, and those whose drop gave up waiting for its lock (a long reader): left for the next maintenance.
  */
 export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays: number): Promise<{ dropped: string[]; deferred: string[] }> {
@@ -157,7 +165,8 @@ export async function dropExpired(prisma: PrismaClient, now: Date, retentionDays
     await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."${table}" WHERE "${time}" < $1::timestamptz`, day)
   }
   const dayAgo = new Date(now.getTime() - 86_400_000).toISOString()
-  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, dayAgo.slice(0, 10))
+  const seenSince = new Date(now.getTime() - SEEN_KEPT_DAYS * 86_400_000).toISOString()
+  await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."SeenToday" WHERE "day" < $1::date`, seenSince.slice(0, 10))
   await prisma.$executeRawUnsafe(`DELETE FROM "analytics"."VisitBatch" WHERE "storedAt" < $1::timestamptz`, dayAgo)
   return { dropped, deferred }
 }

@@ -31,7 +31,8 @@ function parse(userAgent: string): UserAgentFacts {
 }
 
 export function userAgentFacts(userAgent: string | undefined): UserAgentFacts {
-  if (!userAgent) return { device: 'other', os: null, browser: null, bot: false }
+  // No browser leaves the header out: a client that does is a program (a link checker, an HTTP library), not a person.
+  if (!userAgent) return { device: 'bot', os: null, browser: null, bot: true }
   let facts = parsed.get(userAgent)
   if (!facts) {
     facts = parse(userAgent)

@@ -199,3 +199,35 @@ t.test("an instance whose clock is days off the database's drops nothing and doe
   t.equal(clockWarnings.length, 1, 'said once, not at every check')
   t.match(clockWarnings[0], /clock is over 5 minutes off the database's; this instance neither drops expired visits nor rolls up/)
 })
+
+t.test("a visitor seen on a day is remembered while the day's key lives: their visit stored days late, after the maintenance, is not counted again", async (t) => {
+  const { database } = await openTestDatabase(t)
+  const DAY = 86_400_000
+  const now = new Date()
+  const twoDaysAgo = Math.floor(now.getTime() / DAY) * DAY - 2 * DAY
+  const at = (hours: number) => new Date(twoDaysAgo + hours * 3_600_000).toISOString()
+  const link = { uniq: 7, domain: 'go.late.test', workspaceId: 3 }
+  await storeVisits(database, [storedVisit(link, at(10), 42)])
+  await dropExpired(database.prisma, now, 400)
+  // Another instance: the same database through a handle of its own, which holds nothing of who the first one saw.
+  await storeVisits({ ...database }, [storedVisit(link, at(12), 42)])
+  const firsts = () =>
+    database.prisma.$queryRawUnsafe<{ firstOfDay: boolean; firstOfWorkspaceDay: boolean }[]>(
+      `SELECT "firstOfDay", "firstOfWorkspaceDay" FROM "analytics"."Visit" WHERE "linkUniq" = $1 ORDER BY "at"`,
+      link.uniq,
+    )
+  t.same(await firsts(), [
+    { firstOfDay: true, firstOfWorkspaceDay: true },
+    { firstOfDay: false, firstOfWorkspaceDay: false },
+  ], 'one visitor that day, for the link and for the workspace')
+
+  const seenThatDay = async () =>
+    (await database.prisma.$queryRawUnsafe<{ n: number }[]>(
+      `SELECT count(*)::int AS "n" FROM "analytics"."SeenToday" WHERE "day" = $1::date`,
+      at(0).slice(0, 10),
+    ))[0].n
+  await dropExpired(database.prisma, new Date(twoDaysAgo + 4 * DAY - 1), 400)
+  t.equal(await seenThatDay(), 2, 'still known until three days after the day ends')
+  await dropExpired(database.prisma, new Date(twoDaysAgo + 4 * DAY), 400)
+  t.equal(await seenThatDay(), 0, 'forgotten after that')
+})

@@ -238,6 +238,15 @@ t.test('a batch whose COMMIT went through but whose answer was lost is tried aga
   t.equal(count, 15, 'each visit stored once')
 })
 
+t.test("a visit without a User-Agent is sent on, and recorded as a bot's (no browser leaves it out)", async (t) => {
+  const bare = await link({ id: 'no-agent', url: 'https://example.com/no-agent' })
+  const response = await visit(app, '/no-agent', { headers: { 'user-agent': '' }, remoteAddress: '198.51.100.78' })
+  t.equal(response.statusCode, 302, 'a plain redirect, not the preview page')
+  t.equal(response.headers.location, 'https://example.com/no-agent')
+  await written()
+  t.match(await stored(bare.uniq), [{ answer: 'redirect', bot: true, device: 'bot', os: null, browser: null, firstOfDay: false }])
+})
+
 t.test('the pieces: referrer hosts, user agents, the visitor hash', async (t) => {
   t.equal(referrerHost(undefined), null)
   t.equal(referrerHost('not a url'), null)
@@ -246,7 +255,8 @@ t.test('the pieces: referrer hosts, user agents, the visitor hash', async (t) =>
   t.match(userAgentFacts(DESKTOP), { device: 'desktop', os: 'Windows', browser: 'Chrome', bot: false })
   t.match(userAgentFacts(ANDROID_PHONE), { device: 'mobile', os: 'Android', bot: false })
   t.match(userAgentFacts('curl/8.4.0'), { device: 'bot', bot: true })
-  t.match(userAgentFacts(undefined), { device: 'other', os: null, browser: null, bot: false })
+  t.match(userAgentFacts(undefined), { device: 'bot', os: null, browser: null, bot: true }, 'no User-Agent: a program, not a person')
+  t.match(userAgentFacts(''), { device: 'bot', bot: true })
   const key = Buffer.alloc(32, 1)
   t.match(visitorHash(key, '192.0.2.1', DESKTOP), /^-?\d{1,19}$/)
   t.equal(visitorHash(key, '192.0.2.1', DESKTOP), visitorHash(key, '192.0.2.1', DESKTOP))
