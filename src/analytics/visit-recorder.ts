@@ -17,6 +17,7 @@ import type { Visit, VisitRecorder } from '../redirects/visits.js'
 import { userAgentFacts, type UserAgentFacts } from './user-agent.js'
 import type { VisitRow } from './visit-store.js'
 import { visitorHash, type VisitorKeys } from './visitor-key.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 const DAY_MS = 86_400_000
 /** User-Agent headers shared between buffered visits (see record): how many, and up to what length. */
@@ -69,6 +70,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
   private writing: Promise<void> | null = null
   private timer: NodeJS.Timeout | null = null
   private failing = false
+  private readonly dropWarning = new OccasionalWarning()
   private readonly maxBuffered: number
   private readonly flushEveryMs: number
   private readonly batchSize: number
@@ -93,6 +95,10 @@ export class BufferedVisitRecorder implements VisitRecorder {
   record(visit: Visit): void {
     if (this.held >= this.maxBuffered) {
       this.counts.dropped++
+      const dropped = this.dropWarning.occurred()
+      if (dropped !== null) {
+        this.log.warn({ dropped, buffered: this.held }, 'visits: the buffer is full (the database takes no batch); visits are dropped, counted, and not stored')
+      }
       return
     }
     // A buffered visit lives about a second: long enough for the garbage collector to move it to the old

@@ -135,8 +135,8 @@ export default fp(
         try {
           outcome = await store.claim({ workspaceId: request.caller.workspaceId, key }, fingerprint, now())
         } catch (error) {
-          request.log.warn({ err: error }, 'idempotency key: the store could not be reached')
-          throw unavailable('idempotency key store')
+          // Logged by the error handler, with this cause, once a minute for the whole outage (src/plugins/errors.ts).
+          throw Object.assign(unavailable('idempotency key store'), { cause: error })
         }
         switch (outcome.kind) {
           case 'claimed':

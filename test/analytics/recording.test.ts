@@ -161,8 +161,13 @@ t.test('unique visitors: one per user agent and address a day, under a key that 
   t.not(desktop[3].visitor, desktop[0].visitor, 'and another key the next day')
 })
 
-t.test('a full buffer drops visits and counts them; the redirects keep answering', async (t) => {
-  const small = await buildTestApp(t, { database: first.database, visits: { buffer: { maxBuffered: 10, flushEveryMs: 60_000 } } })
+t.test('a full buffer drops visits and counts them, and says so once a minute; the redirects keep answering', async (t) => {
+  const warnings: { msg: string; dropped?: number }[] = []
+  const small = await buildTestApp(t, {
+    database: first.database,
+    visits: { buffer: { maxBuffered: 10, flushEveryMs: 60_000 } },
+    logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(JSON.parse(line)) } },
+  })
   await small.app.redirects.domains.refresh()
   const before = small.app.visitRecorder!.stats()
   const statuses = []
@@ -173,6 +178,9 @@ t.test('a full buffer drops visits and counts them; the redirects keep answering
   t.equal(stats.recorded - before.recorded, 10)
   t.equal(stats.dropped - before.dropped, 15)
   t.equal(stats.buffered, 10)
+  const dropLines = warnings.filter((line) => /dropped/.test(line.msg))
+  t.equal(dropLines.length, 1, 'one warning, at the first drop; the rest counted')
+  t.match(dropLines[0], { msg: /the buffer is full.*visits are dropped/, dropped: 1 })
   await small.app.visitRecorder!.flush()
   t.equal(small.app.visitRecorder!.stats().stored - before.stored, 10, 'what was kept is written')
 })

@@ -86,7 +86,12 @@ t.test('two instances sharing one Redis', { skip: REDIS_URL ? false : 'REDIS_URL
 
 t.test('Redis unreachable: a request with a key is 503 and creates nothing; one without goes on', async (t) => {
   // A port nothing listens on: Redis refuses at once, as when it is down.
-  const { app } = await buildTestApp(t, { database, env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}` } })
+  const warnings: { msg: string; err?: { message: string } }[] = []
+  const { app } = await buildTestApp(t, {
+    database,
+    env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}` },
+    logger: { level: 'warn', stream: { write: (line: string) => void warnings.push(JSON.parse(line)) } },
+  })
   t.equal(app.idempotency.storeKind, 'redis')
   const ws = await quotaWorkspace(prisma, 'redis down', {})
   const body = { link: { url: 'https://example.com/down' }, autofill: false }
@@ -95,6 +100,10 @@ t.test('Redis unreachable: a request with a key is 503 and creates nothing; one 
   t.equal(refused.headers['retry-after'], '2')
   t.match(refused.json(), { code: 'unavailable', detail: /idempotency key store/ })
   t.equal(await prisma.link.count({ where: { workspace: { name: ws.name } } }), 0)
+  for (const key of ['down-key-2', 'down-key-3']) t.equal((await post(app, ws.token, CREATE, body, key)).statusCode, 503)
+  const keyStoreLines = warnings.filter((line) => /idempotency key/.test(`${line.msg} ${line.err?.message}`))
+  t.equal(keyStoreLines.length, 1, 'the outage is logged once (a minute), not per request')
+  t.match(keyStoreLines[0], { msg: /service unavailable/, err: { message: /ECONNREFUSED|Redis|reach/ } }, 'with what the store said')
   t.equal((await post(app, ws.token, CREATE, body)).statusCode, 201, 'without a key: RATE_LIMIT_ON_REDIS_ERROR=allow lets it through')
 })
 

@@ -7,7 +7,9 @@ import { createHmac } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { rawRequest } from '../support/raw-http.js'
-import { PASSWORD_WINDOW_MS } from '../../src/redirects/password-throttle.js'
+import { PASSWORD_WINDOW_MS, RedisPasswordThrottle } from '../../src/redirects/password-throttle.js'
+import { closeRedisClient, createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
+import { TcpProxy } from '../support/tcp-proxy.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
 import type { Visit } from '../../src/redirects/visits.js'
 import { buildTestApp, json } from '../support/test-app.js'
@@ -340,4 +342,30 @@ t.test('without COOKIE_SECRET the start-up log warns that several instances need
   }
   t.match(await warningsOf({}), [/COOKIE_SECRET is unset.*several instances need COOKIE_SECRET set/])
   t.same(await warningsOf({ COOKIE_SECRET: SECRET }), [])
+})
+
+t.test('a try Redis counts after its deadline is taken back there: the fallback counted it, so it does not count twice', { skip: !REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  const { proxy, url } = await TcpProxy.inFrontOf(REDIS_URL!)
+  t.teardown(() => proxy.close())
+  const redis = createRedisClient(url)
+  t.teardown(() => closeRedisClient(redis))
+  await firstConnection(redis)
+  const keyPrefix = redisKeyPrefix(t)
+  const throttle = new RedisPasswordThrottle(redis, { warn: () => {} } as never, keyPrefix)
+  const key = `${keyPrefix}password-tries:42:192.0.2.7`
+
+  // Redis runs each try at once; its answers arrive past the deadline (250 ms).
+  proxy.delayReplies(600)
+  for (let i = 0; i < 3; i++) t.match(await throttle.take(42, '192.0.2.7', Date.now()), { allowed: true }, 'counted by the fallback')
+  t.equal(throttle.redisFailures, 3)
+  proxy.restore()
+  // The late answers arrive, then the takes back; the tries counted in Redis go back to none.
+  let counted = -1
+  for (let waited = 0; waited < 3000 && counted !== 0; waited += 50) {
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    counted = await redis.zcard(key)
+  }
+  t.equal(counted, 0, 'none of the three left in Redis')
+  t.match(await throttle.take(42, '192.0.2.7', Date.now()), { allowed: true })
+  t.equal(await redis.zcard(key), 1, 'a try Redis answers in time is counted there as before')
 })
