@@ -15,6 +15,7 @@ import { MemoryPasswordThrottle, RedisPasswordThrottle, type PasswordThrottle } 
 import { cacheKey, RedirectCache, type RedirectCacheOptions } from '../redirects/redirect-cache.js'
 import { batchedViewReader, loadRedirectViews, type RedirectView } from '../redirects/redirect-view.js'
 import { ShortDomains } from '../redirects/short-domains.js'
+import { OccasionalWarning } from '../logging/occasional-warning.js'
 import type { VisitRecorder } from '../redirects/visits.js'
 
 export interface RedirectPluginOptions {
@@ -76,6 +77,12 @@ export interface Redirects {
   workspaceUncertain(workspaceId: number): void
 }
 
+/**
+ * How long a link read before keeps answering its visits while the database cannot be read (an outage): as long as
+ * this instance hears every change (the channel is live), its view is the link as it is, whatever its age.
+ */
+export const LAST_KNOWN_FOR_MS = 60 * 60_000
+
 /** When the links of a failed write are forgotten a second time (linksUncertain). */
 export const FORGET_AGAIN_AFTER_MS = 5000
 
@@ -119,6 +126,17 @@ export default fp(
       redirect: 0, masking: 0, interstitial: 0, crawler: 0, password: 0, wrongPassword: 0, throttled: 0, checksBusy: 0, expired: 0, gone: 0,
       notFound: 0,
     }
+    const lastKnownWarning = new OccasionalWarning()
+    /** A link the database could not give: its last known view, if this instance heard every change since. */
+    const lastKnown = (key: string, error: unknown): RedirectView => {
+      const view = channel.live ? cache.lastKnown(key, LAST_KNOWN_FOR_MS) : undefined
+      if (view === undefined) throw error
+      const served = lastKnownWarning.occurred()
+      if (served !== null) {
+        app.log.warn({ err: error, served }, 'redirects: the database cannot be read; links read within the hour are served as last known')
+      }
+      return view
+    }
     const publish = (change: Change) => {
       apply(change)
       channel.publish(change)
@@ -144,7 +162,7 @@ export default fp(
         const key = slugKey(slug)
         // While changes may go unheard, nothing older than a second is trusted.
         const cached = cache.peek(cacheKey(host, key), channel.live ? undefined : BLIND_MAX_AGE_MS)
-        return cached !== undefined ? cached : cache.load(host, key)
+        return cached !== undefined ? cached : cache.load(host, key).catch((error: unknown) => lastKnown(cacheKey(host, key), error))
       },
       linksChanged: (links) => publish({ keys: links.map((link) => cacheKey(link.domain, slugKey(link.slug))) }),
       linksUncertain: (links) => {

@@ -6,7 +6,9 @@
  * - bounded twice: by entries and by an estimate of their bytes (scripts make some views large); unknown slugs
  *   are kept apart, briefly, so a flood of made-up addresses cannot push the real links out;
  * - invalidation (invalidation.ts) drops entries; a read that was under way when something was invalidated
- *   answers its own visit but is not kept, since it may have read the row before the change was committed.
+ *   answers its own visit but is not kept, since it may have read the row before the change was committed;
+ * - a link past its lifetime is read again, but its view stays until it is evicted or invalidated: the last
+ *   known view, which a visit gets while the database cannot be read (lastKnown).
  */
 import { LRUCache } from 'lru-cache'
 import { cacheKey, type RedirectView } from './redirect-view.js'
@@ -56,6 +58,10 @@ export class RedirectCache {
       maxSize: options.maxBytes ?? 64 * 1024 * 1024,
       sizeCalculation: (view) => view.size,
       ttl: options.ttlMs ?? LINK_TTL_MS,
+      // Kept past their lifetime (lastKnown), and seen by entries() so that invalidateWorkspace drops them too;
+      // find() treats them as unknown.
+      allowStale: true,
+      noDeleteOnStaleGet: true,
       dispose: (view, key) => {
         if (this.keyOfLink.get(view.uniq) === key) this.keyOfLink.delete(view.uniq)
       },
@@ -77,13 +83,22 @@ export class RedirectCache {
 
   private find(key: string, maxAgeMs: number | undefined): RedirectView | null | undefined {
     const view = this.links.get(key)
-    if (view !== undefined) return maxAgeMs === undefined || this.ageOf(this.links, key) <= maxAgeMs ? view : undefined
+    if (view !== undefined) return this.ageOf(this.links, key) <= Math.min(maxAgeMs ?? Infinity, this.links.ttl) ? view : undefined
     if (!this.missing.get(key)) return undefined
     return maxAgeMs === undefined || this.ageOf(this.missing, key) <= maxAgeMs ? null : undefined
   }
 
   private ageOf<V extends object | boolean>(cache: LRUCache<string, V>, key: string): number {
     return (cache.ttl ?? 0) - cache.getRemainingTTL(key)
+  }
+
+  /**
+   * The view of a link read at most `maxAgeMs` ago, even past its lifetime: what a visit gets when the database
+   * cannot be read. Every invalidation heard since it was read has removed it if it changed.
+   */
+  lastKnown(key: string, maxAgeMs: number): RedirectView | undefined {
+    const view = this.links.get(key)
+    return view !== undefined && this.ageOf(this.links, key) <= maxAgeMs ? view : undefined
   }
 
   /** Reads the link from the database (joining a read of the same key under way) and keeps the answer. */
