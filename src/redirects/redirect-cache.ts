@@ -31,6 +31,8 @@ export interface RedirectCacheOptions {
 
 export const LINK_TTL_MS = 60_000
 export const MISSING_TTL_MS = 10_000
+/** A lookup of a link within its lifetime: one past it is kept (lastKnown) but not answered from. */
+const WITHIN_LIFETIME = { allowStale: false } as const
 
 
 export class RedirectCache {
@@ -59,7 +61,7 @@ export class RedirectCache {
       sizeCalculation: (view) => view.size,
       ttl: options.ttlMs ?? LINK_TTL_MS,
       // Kept past their lifetime (lastKnown), and seen by entries() so that invalidateWorkspace drops them too;
-      // find() treats them as unknown.
+      // find() asks for the ones within it.
       allowStale: true,
       noDeleteOnStaleGet: true,
       dispose: (view, key) => {
@@ -82,8 +84,8 @@ export class RedirectCache {
   }
 
   private find(key: string, maxAgeMs: number | undefined): RedirectView | null | undefined {
-    const view = this.links.get(key)
-    if (view !== undefined) return this.ageOf(this.links, key) <= Math.min(maxAgeMs ?? Infinity, this.links.ttl) ? view : undefined
+    const view = this.links.get(key, WITHIN_LIFETIME)
+    if (view !== undefined) return maxAgeMs === undefined || this.ageOf(this.links, key) <= maxAgeMs ? view : undefined
     if (!this.missing.get(key)) return undefined
     return maxAgeMs === undefined || this.ageOf(this.missing, key) <= maxAgeMs ? null : undefined
   }
