@@ -9,6 +9,7 @@
  */
 import { createHash } from 'node:crypto'
 import { invalidIdempotencyKey } from '../errors/idempotency-errors.js'
+import { timesSent } from '../plugins/raw-headers.js'
 
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key'
 export const MAX_KEY_LENGTH = 255
@@ -33,16 +34,10 @@ function unquote(value: string): string | undefined {
   return undefined
 }
 
-/** How many times the request carries the header (Node joins repeated unknown headers into one value). */
-function occurrences(rawHeaders: string[]): number {
-  let count = 0
-  for (let i = 0; i < rawHeaders.length; i += 2) if (rawHeaders[i].toLowerCase() === IDEMPOTENCY_KEY_HEADER) count++
-  return count
-}
-
 /** The key the header names; a 400 naming the header when it is not a valid key. */
 export function parseIdempotencyKey(value: string | string[], rawHeaders: string[]): string {
-  if (Array.isArray(value) || occurrences(rawHeaders) > 1) throw invalidIdempotencyKey('must be sent once')
+  // Node joins repeated unknown headers into one value: counted as sent.
+  if (Array.isArray(value) || timesSent(rawHeaders, IDEMPOTENCY_KEY_HEADER) > 1) throw invalidIdempotencyKey('must be sent once')
   // Node has trimmed the surrounding whitespace; what is left must be printable ASCII either way.
   if (!PRINTABLE_ASCII.test(value)) throw invalidIdempotencyKey(KEY_RULE)
   const key = value.startsWith('"') ? unquote(value) : value

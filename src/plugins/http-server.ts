@@ -22,6 +22,7 @@ import {
   uriTooLong,
 } from '../errors/http-errors.js'
 import { replyWithError, sendProblem } from './errors.js'
+import { timesSent } from './raw-headers.js'
 import { API_HEADERS } from './api-headers.js'
 import { isApiRequest, requestedHost } from './request-target.js'
 import { notFoundPage } from '../redirects/pages/index.js'
@@ -71,26 +72,14 @@ export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_00
  */
 const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/
 
-/**
- * Whether the request carries more than one Host header (RFC 9112 section 3.2: a 400). Node keeps the first
- * and drops the others, so a proxy that reads the last would route the request elsewhere than the service does.
- */
-function hasSeveralHosts(rawHeaders: string[]): boolean {
-  let hosts = 0
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i]
-    if (name.length === 4 && name.toLowerCase() === 'host' && ++hosts > 1) return true
-  }
-  return false
-}
 
 /** What is wrong with the request's Host header (RFC 9112 section 3.2), if anything. */
 function hostProblem(request: FastifyRequest): AppError | null {
   const { host } = request.headers
   // HTTP/1.0 may go without one.
   if (host === undefined) return request.raw.httpVersion === '1.1' ? missingHost() : null
-  // rawHeaders is absent from requests made with app.inject.
-  if (!VALID_HOST.test(host) || hasSeveralHosts(request.raw.rawHeaders ?? [])) return invalidHost()
+  // More than one (RFC 9112 section 3.2: a 400): a proxy that reads the last would route the request elsewhere.
+  if (!VALID_HOST.test(host) || timesSent(request.raw.rawHeaders, 'host') > 1) return invalidHost()
   return null
 }
 
@@ -150,15 +139,18 @@ function answerClientError(this: FastifyInstance, error: NodeJS.ErrnoException, 
     socket.destroy()
     return
   }
-  endWithProblem(socket, problem)
+  // An answer to HEAD has no body (RFC 9110 section 9.3.2). The parser's data at hand starts with the request line
+  // when the request came in one piece, as one of a size Node refuses mostly does.
+  const rawPacket = (error as NodeJS.ErrnoException & { rawPacket?: Buffer }).rawPacket
+  endWithProblem(socket, problem, rawPacket?.subarray(0, 5).toString('latin1') === 'HEAD ')
 }
 
-/** Writes the problem as a whole HTTP answer on the socket, then closes it. */
-function endWithProblem(socket: Socket, problem: AppError): void {
+/** Writes the problem as a whole HTTP answer on the socket (its body left out for a HEAD), then closes it. */
+function endWithProblem(socket: Socket, problem: AppError, toHead = false): void {
   const { head, body } = rawProblem(problem)
   const lines = Object.entries(head).map(([name, value]) => `${name}: ${value}\r\n`).join('')
   socket.end(
-    `HTTP/1.1 ${problem.status} ${problem.toProblem().title}\r\n${lines}\r\n${body}`,
+    `HTTP/1.1 ${problem.status} ${problem.toProblem().title}\r\n${lines}\r\n${toHead ? '' : body}`,
     // Closed only once the answer is handed to the kernel, so it is not lost with the socket.
     () => socket.destroy(),
   )

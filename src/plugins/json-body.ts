@@ -2,6 +2,9 @@ import { isUtf8 } from 'node:buffer'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { invalidJson, unsupportedMediaType, type AppError } from '../errors/app-error.js'
+import { timesSent } from './raw-headers.js'
+
+const CHARSET_PARAMETER = /;\s*charset\s*=/gi
 
 /** `charset=utf-8` (any case, quoted or not; `utf8` is the WHATWG label's alias), or no charset at all. */
 function charsetOf(contentType: string): string | undefined {
@@ -16,7 +19,11 @@ function charsetOf(contentType: string): string | undefined {
  * which also keeps decompression bombs out.
  */
 function unreadableBody(request: FastifyRequest): AppError | undefined {
-  const charset = charsetOf(request.headers['content-type'] ?? '')
+  // Node reads the first of several; a proxy in front may have read another.
+  if (timesSent(request.raw.rawHeaders, 'content-type') > 1) return unsupportedMediaType('Send Content-Type once')
+  const contentType = request.headers['content-type'] ?? ''
+  if ((contentType.match(CHARSET_PARAMETER) ?? []).length > 1) return unsupportedMediaType('Give the charset once')
+  const charset = charsetOf(contentType)
   if (charset !== undefined && charset !== 'utf-8' && charset !== 'utf8') {
     return unsupportedMediaType(`The body must be JSON in UTF-8; charset=${charset} is not supported`)
   }

@@ -7,7 +7,8 @@ import { customFormats, NOT_DECIMAL_MESSAGE } from '../../schemas/formats.js'
 import { validationFailed } from '../errors/app-error.js'
 import { clientDataProblems, queryEncodingProblems } from './client-data.js'
 
-export { fieldErrors } from './field-errors.js'
+import { fieldErrors } from './field-errors.js'
+export { fieldErrors }
 
 // ajv-formats is CommonJS; its default export arrives wrapped under ESM.
 type AddFormats = (ajv: Ajv) => Ajv
@@ -152,7 +153,17 @@ export default fp(async function validation(app: FastifyInstance) {
         ...(schema.body || request.body !== undefined ? [clientDataProblems(itemsKey ? withoutItems(request.body, itemsKey) : request.body)] : []),
       ]
       const total = found.reduce((sum, { total }) => sum + total, 0)
-      done(total > 0 ? validationFailed(found.flatMap(({ problems }) => problems), total) : undefined)
+      if (total === 0) return done()
+      // The request ends here, before the schema runs: its errors are collected now, so the 400 names every
+      // offending field (contract section 5), not only these. A route answering items one by one checks them itself.
+      const problems = found.flatMap(({ problems }) => problems)
+      const named = new Set(problems.map((problem) => problem.path))
+      const parts = [['params', request.params], ['querystring', request.query], ...(itemsKey ? [] : [['body', request.body] as const])] as const
+      const schemaErrors = parts.flatMap(([part, data]) => {
+        const validate = schema[part] ? request.getValidationFunction(part) : undefined
+        return validate && !validate(data) ? fieldErrors((validate.errors ?? []) as ErrorObject[]) : []
+      }).filter((error) => !named.has(error.path))
+      done(validationFailed([...problems, ...schemaErrors], total + schemaErrors.length))
     }
     route.preValidation = [checkClientData, ...[route.preValidation ?? []].flat()]
   })

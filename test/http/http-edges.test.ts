@@ -85,6 +85,34 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
     t.equal(response.error, undefined, 'not reset')
   })
 
+  t.test('a Content-Type sent twice, or a charset given twice, is 415: a proxy in front may have read another', async (t) => {
+    const body = JSON.stringify({ link: { url: 'https://example.com/twice', id: 'twice' }, autofill: false })
+    for (const [raw, detail] of [
+      ['content-type: application/json\r\ncontent-type: text/plain', /Content-Type once/],
+      ['content-type: application/json; charset=utf-8; charset=latin1', /charset once/],
+    ] as const) {
+      const [name, value] = raw.split('\r\n')[0].split(': ')
+      const response = await send('POST', '/v1/links/create', { body, headers: { [name]: raw.slice(name.length + 2) } })
+      assertProblem(t, response, 415, 'unsupported_media_type')
+      t.match(JSON.parse(response.body).detail, detail, value)
+    }
+    t.equal(await prisma.link.count({ where: { slug: 'twice' } }), 0, 'nothing stored')
+    t.equal((await send('POST', '/v1/links/create', { body, headers: { 'content-type': 'application/json; charset=utf-8' } })).status, 201, 'once is fine')
+  })
+
+  t.test('to a HEAD, these answers carry no body (RFC 9110 section 9.3.2)', async (t) => {
+    for (const [request, status] of [
+      [`HEAD /healthz HTTP/1.1\r\nHost: x\r\nX-Padding: ${'p'.repeat(20_000)}\r\n\r\n`, 431],
+      ['HEAD /healthz HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n', 400],
+    ] as const) {
+      const response = await rawRequest(port, request)
+      t.equal(response.status, status)
+      t.match(response.headers['content-type'], /^application\/problem\+json/)
+      t.equal(response.body, '', 'no body')
+      t.equal(response.headers.connection, 'close')
+    }
+  })
+
   t.test('a malformed request line or header is 400 bad_request, and the connection is closed', async (t) => {
     const malformed = [
       'GET /v1/links HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n',
@@ -205,6 +233,10 @@ t.test('item 11: every error the HTTP layer answers is problem+json with a code'
       assertProblem(t, response, 400, 'validation_failed')
     }
     t.equal(await prisma.link.count({ where: { domain: 'go.edges.test', slug: 'kept' } }), 1, 'the link is still there')
+    // What the schema refuses beside it is named too: here the path's parameter.
+    const both = await send('PUT', '/v1/links/0', { body: '{"link":{"title":"a\\u0000"}}', headers: json })
+    assertProblem(t, both, 400, 'validation_failed')
+    t.same(JSON.parse(both.body).errors.map((error: { path: string }) => error.path).sort(), ['/link/title', '/uniqId'])
   })
 })
 

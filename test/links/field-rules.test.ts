@@ -84,6 +84,16 @@ const rejections: Rejection[] = [
   { name: 'slug over 64', link: { ...base, id: long(65) }, errors: [{ path: '/link/id', message: /64/ }] },
   { name: 'a NUL character in a string', link: { ...base, title: 'a\u0000b', pixels: [{ platform: 'ga', value: 'UA\u0000' }] }, errors: [{ path: '/link/title', message: 'must not contain NUL characters' }, { path: '/link/pixels/0/value', message: 'must not contain NUL characters' }] },
   { name: 'empty slug', link: { ...base, id: '' }, errors: [{ path: '/link/id', message: /fewer than 1/ }] },
+  {
+    name: 'a NUL character beside fields the schema refuses: each is named',
+    link: { ...base, url: 'javascript:x', title: 'a\u0000', tags: 5, showGDPR: 'yes' },
+    errors: [
+      { path: '/link/title', message: 'must not contain NUL characters' },
+      { path: '/link/url', message: 'must be an absolute http(s) URL' },
+      { path: '/link/tags', message: /must be/ },
+      { path: '/link/showGDPR', message: 'must be a boolean' },
+    ],
+  },
 ]
 
 const otherFolder = await prisma.folder.create({ data: { workspaceId: otherWorkspaceId, name: 'theirs' } })
