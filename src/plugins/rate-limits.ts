@@ -156,7 +156,7 @@ export default fp(
       store = settings.store
       storeKind = 'custom'
     } else if (app.redis) {
-      store = new RedisQuotaStore(app.redis, { keyPrefix: config.redisKeyPrefix + (settings.keyPrefix ?? '') })
+      store = new RedisQuotaStore(app.redis, { keyPrefix: config.redisKeyPrefix + (settings.keyPrefix ?? ''), callersClock: settings.now !== undefined })
       storeKind = 'redis'
       if (!(await firstConnection(app.redis))) {
         app.log.warn(`rate limits: Redis is not reachable yet; until it is, RATE_LIMIT_ON_REDIS_ERROR=${policy} applies`)

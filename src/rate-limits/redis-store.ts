@@ -34,10 +34,13 @@ let calls = 0
 export class RedisQuotaStore implements QuotaStore {
   private readonly scripts: QuotaScripts
 
-  /** `ownsClient`: close the client with the store. */
+  /**
+   * `ownsClient`: close the client with the store. `callersClock`: log requests at the `now` each call gives (tests
+   * drive it) rather than at Redis's time.
+   */
   constructor(
     readonly redis: Redis,
-    private readonly options: { keyPrefix?: string; ownsClient?: boolean; deadlineMs?: number } = {},
+    private readonly options: { keyPrefix?: string; ownsClient?: boolean; deadlineMs?: number; callersClock?: boolean } = {},
   ) {
     if (!('quotaReserve' in redis)) {
       redis.defineCommand('quotaReserve', { numberOfKeys: 1, lua: RESERVE_SCRIPT })
@@ -59,14 +62,15 @@ export class RedisQuotaStore implements QuotaStore {
     // The ids of this call's requests: this process's random name and the call's number, numbered by the script
     // (a random id per call cost about 8 µs of CPU, a tenth of the call).
     const prefix = `${PROCESS_ID}.${(calls++).toString(36)}`
-    const args: (string | number)[] = [this.key(subject), Math.floor(now), take ? '1' : '0']
+    const args: (string | number)[] = [this.key(subject), this.options.callersClock ? Math.floor(now) : '', take ? '1' : '0']
     for (const window of QUOTA_WINDOWS) args.push(limitOf(limits, window), window.seconds * 1000)
     args.push(count, prefix)
     const read = (reply: number[]) => {
       const granted = Number(reply[0])
       const counts = QUOTA_WINDOWS.map((_, i) => ({ used: Number(reply[1 + i * 2]), freeAt: Number(reply[2 + i * 2]) }))
       const ids = Array.from({ length: granted }, (_, i) => `${prefix}:${i + 1}`)
-      return { decision: toDecision(subject, limits, now, ids, counts), granted }
+      // The waits are counted from the time the script used, Redis's own unless the caller's was given.
+      return { decision: toDecision(subject, limits, Number(reply[1 + QUOTA_WINDOWS.length * 2]), ids, counts), granted }
     }
     try {
       return read(await this.guard(this.scripts.quotaReserve(...args)))

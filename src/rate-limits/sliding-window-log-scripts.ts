@@ -2,18 +2,23 @@
  * The Lua scripts of the Redis quota store: the sliding-window log of quota-store.ts, both windows checked and
  * taken in one atomic call. A subject's log is one sorted set: a member per request taken (its id), scored by the
  * moment it was taken (ms). Members older than the day are deleted as the log is read; the hour counts the
- * members younger than an hour. The time comes from the service (ARGV), never from Redis: tests drive it.
+ * members younger than an hour. The time is Redis's own (TIME): every instance's requests are logged by one clock,
+ * so one whose clock runs ahead cannot make the others' waits look shorter than they are. Tests give theirs (ARGV).
  */
 
 /**
- * KEYS: the log. ARGV: now (ms), take ('1' takes slots when both windows have room, '0' only looks), the hour's
+ * KEYS: the log. ARGV: now (ms; empty: Redis's time), take ('1' takes slots when both windows have room, '0' only looks), the hour's
  * limit and length (ms), the day's limit and length (ms), how many slots to take (a bulk create takes as many as
  * fit, up to that many, in one call), and the prefix of the ids (`<prefix>:1`, `<prefix>:2`…).
- * Returns: the slots taken, then per window: the count, free-at (ms; see WindowCount).
+ * Returns: the slots taken, then per window: the count, free-at (ms; see WindowCount); then the time used (ms).
  */
 export const RESERVE_SCRIPT = `
 local key = KEYS[1]
 local now = tonumber(ARGV[1])
+if ARGV[1] == '' then
+  local time = redis.call('TIME')
+  now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+end
 local hourLimit, hourMs = tonumber(ARGV[3]), tonumber(ARGV[4])
 local dayLimit, dayMs = tonumber(ARGV[5]), tonumber(ARGV[6])
 -- A request taken at t counts while now - t < the window: at t + window it stops.
@@ -44,7 +49,7 @@ local function freeAt(used, limit, from, windowMs)
   if #found == 0 then return -1 end
   return tonumber(found[2]) + windowMs
 end
-return { taking, hour, freeAt(hour, hourLimit, hourStart, hourMs), day, freeAt(day, dayLimit, '-inf', dayMs) }
+return { taking, hour, freeAt(hour, hourLimit, hourStart, hourMs), day, freeAt(day, dayLimit, '-inf', dayMs), now }
 `
 
 /**

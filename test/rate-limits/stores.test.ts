@@ -16,7 +16,7 @@ let redisStore: RedisQuotaStore | undefined
 if (REDIS_URL) {
   const redis = createRedisClient(REDIS_URL)
   await firstConnection(redis)
-  redisStore = new RedisQuotaStore(redis, { keyPrefix: redisKeyPrefix(t), ownsClient: true })
+  redisStore = new RedisQuotaStore(redis, { keyPrefix: redisKeyPrefix(t), ownsClient: true, callersClock: true })
   stores.push({ name: 'redis', store: redisStore })
 }
 t.teardown(() => Promise.all(stores.map(({ store }) => store.close())))
@@ -184,4 +184,22 @@ t.test('in-process store: the logs of workspaces gone quiet are dropped once the
   for (let i = 0; i < 1100; i++) await store.peek(busy, limits, T0 + 86_400_000 + i)
   t.equal(store.subjects, 0, 'the quiet ones (and the busy one, which only looked) are gone')
   t.ok((await store.reserve({ workspaceId: 1, operation: 'create' }, { hour: 1, day: 1 }, T0 + 86_400_000 + 2000)).allowed, 'and their quota is whole again')
+})
+
+t.test("redis: by default requests are logged at Redis's time, so an instance whose clock runs ahead cannot shorten the others' waits", { skip: !REDIS_URL && 'needs REDIS_URL' }, async (t) => {
+  const redis = createRedisClient(REDIS_URL!)
+  await firstConnection(redis)
+  const store = new RedisQuotaStore(redis, { keyPrefix: redisKeyPrefix(t), ownsClient: true })
+  t.teardown(() => store.close())
+  const subject = newSubject()
+  const limits = { hour: 2, day: 10 }
+  const tenMinutes = 600_000
+  t.match(await store.reserve(subject, limits, Date.now() + tenMinutes), { allowed: true }, 'an instance 10 minutes ahead')
+  t.match(await store.reserve(subject, limits, Date.now()), { allowed: true }, 'one on time')
+  const [, score] = await redis.zrange(store.key(subject), 0, 0, 'WITHSCORES')
+  t.ok(Math.abs(Number(score) - Date.now()) < 5_000, 'the first request is logged at the time it was taken, not 10 minutes on')
+  const refused = await store.reserve(subject, limits, Date.now() - tenMinutes)
+  t.equal(refused.allowed, false)
+  const hour = refused.windows.find((window) => window.name === 'hour')!
+  t.ok(hour.resetSeconds > 3590 && hour.resetSeconds <= 3600, `the wait counted from Redis's time too, whatever the caller's clock (${hour.resetSeconds} s)`)
 })
