@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache'
 import { isCrawler } from '../redirects/crawler.js'
 
 export interface UserAgentFacts {
-  /** desktop, mobile, tablet, tv, bot or other (no User-Agent, or one nothing is known of). */
+  /** desktop, mobile, tablet, tv, bot (a bot's, or no User-Agent at all) or other (one nothing is known of). */
   device: string
   os: string | null
   browser: string | null

@@ -78,10 +78,11 @@ export interface Redirects {
 }
 
 /**
- * How long a link read before keeps answering its visits while the database cannot be read (an outage): as long as
- * this instance hears every change (the channel is live), its view is the link as it is, whatever its age.
+ * How long a link read before keeps answering its visits while the database cannot be read (an outage), as long as
+ * this instance hears changes (the channel is live). Bounded: a change made by an instance that could not reach
+ * Redis at the time is heard by no other, which otherwise read the link again within its lifetime (60 s).
  */
-export const LAST_KNOWN_FOR_MS = 60 * 60_000
+export const LAST_KNOWN_FOR_MS = 15 * 60_000
 
 /** When the links of a failed write are forgotten a second time (linksUncertain). */
 export const FORGET_AGAIN_AFTER_MS = 5000
@@ -133,7 +134,7 @@ export default fp(
       if (view === undefined) throw error
       const served = lastKnownWarning.occurred()
       if (served !== null) {
-        app.log.warn({ err: error, served }, 'redirects: the database cannot be read; links read within the hour are served as last known')
+        app.log.warn({ err: error, served }, 'redirects: the database cannot be read; links read within the last 15 minutes are served as last known')
       }
       return view
     }

@@ -147,10 +147,11 @@ export default fp(async function validation(app: FastifyInstance) {
     if (!schema?.params && !schema?.querystring && !schema?.body) return
     const itemsKey = route.config?.bodyItems
     const checkClientData: preValidationHookHandler = (request, _reply, done) => {
+      // Every problem listed (the 400 lists the first ones), so that none is counted again among the schema's below.
       const found = [
-        ...(schema.params ? [clientDataProblems(request.params)] : []),
-        ...(schema.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query)] : []),
-        ...(schema.body || request.body !== undefined ? [clientDataProblems(itemsKey ? withoutItems(request.body, itemsKey) : request.body)] : []),
+        ...(schema.params ? [clientDataProblems(request.params, Infinity)] : []),
+        ...(schema.querystring ? [queryEncodingProblems(request.url), clientDataProblems(request.query, Infinity)] : []),
+        ...(schema.body || request.body !== undefined ? [clientDataProblems(itemsKey ? withoutItems(request.body, itemsKey) : request.body, Infinity)] : []),
       ]
       const total = found.reduce((sum, { total }) => sum + total, 0)
       if (total === 0) return done()

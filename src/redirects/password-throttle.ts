@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto'
 import type { FastifyBaseLogger } from 'fastify'
 import type { Redis } from 'ioredis'
 import { LRUCache } from 'lru-cache'
-import { RedisUnavailableError, withDeadline } from '../redis/redis-client.js'
+import { withDeadline } from '../redis/redis-client.js'
 import { OccasionalWarning } from '../logging/occasional-warning.js'
 
 export const PASSWORD_TRIES = 10
@@ -98,17 +98,9 @@ export class RedisPasswordThrottle implements PasswordThrottle {
       // Still limited, per instance, rather than not at all.
       this.redisFailures++
       this.warn(error)
-      // A script given up on at its deadline may still run once Redis answers: the fallback counts this try, so a
-      // try Redis took late is taken back there, or it would count twice.
-      if (error instanceof RedisUnavailableError && error.late) {
-        const key = this.key(link, address)
-        ;(error.late as Promise<[number, number]>).then(
-          ([taken]) => {
-            if (taken === 1) this.redis.zrem(key, ticket).catch(() => {})
-          },
-          () => {},
-        )
-      }
+      // A script given up on at its deadline may still run once Redis answers: that try then counts in Redis too,
+      // where it should, since only Redis decides once it answers again (taking it back there would let every
+      // try made while Redis was slow go uncounted).
       return this.fallback.take(link, address, now)
     }
   }

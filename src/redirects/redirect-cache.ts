@@ -117,7 +117,11 @@ export class RedirectCache {
           if (view) {
             this.links.set(key, view)
             this.keyOfLink.set(view.uniq, key)
-          } else this.missing.set(key, true)
+          } else {
+            // Gone: its old view, kept past its lifetime, must not be served as last known.
+            this.links.delete(key)
+            this.missing.set(key, true)
+          }
         }
         return view
       },

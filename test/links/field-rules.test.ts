@@ -312,3 +312,12 @@ t.test('redirect loops: every looping destination is named', async (t) => {
 })
 
 void otherToken
+
+t.test('past the 50 a 400 lists, the count of the rest counts each field once, whatever found it', async (t) => {
+  const geolocations = Array.from({ length: 80 }, () => ({ url: 'nota\u0000url', value: 'FR' }))
+  const response = await api.create({ url: 'https://example.com/', extraOptionsGeolocations: geolocations })
+  t.equal(response.statusCode, 400)
+  const body = response.json()
+  t.equal(body.errors.length, 50)
+  t.match(body.detail, /and 30 more/, '80 URLs refused in all, each once')
+})

@@ -1,5 +1,5 @@
 /**
- * While the database cannot be read, a link read before keeps redirecting (its last known view, up to an hour),
+ * While the database cannot be read, a link read before keeps redirecting (its last known view, up to 15 minutes),
  * as the README promises for an outage: before, every link stopped a minute after its last read, however busy.
  * What a change made known since is never served: invalidation removes it, past its lifetime too.
  */
@@ -19,7 +19,7 @@ t.test('the cache: a view past its lifetime is read again, yet kept as the last 
   let clock = 1_000_000
   let reads = 0
   const views: Record<string, RedirectView> = { l1: view(1), l2: view(2), w2: view(3, 2) }
-  const cache = new RedirectCache(async (_domain, slugKey) => (reads++, views[slugKey]), { now: () => clock })
+  const cache = new RedirectCache(async (_domain, slugKey) => (reads++, views[slugKey] ?? null), { now: () => clock })
   for (const key of ['l1', 'l2', 'w2']) await cache.load('go.test', key)
   clock += LINK_TTL_MS + 1
   t.equal(cache.peek('go.test/l1'), undefined, 'past its lifetime: unknown, so a visit reads it again')
@@ -30,9 +30,16 @@ t.test('the cache: a view past its lifetime is read again, yet kept as the last 
   cache.invalidateWorkspace(2)
   for (const key of ['l1', 'l2', 'w2']) t.equal(cache.lastKnown(`go.test/${key}`, LAST_KNOWN_FOR_MS), undefined, `${key}: invalidated, gone`)
   t.equal(reads, 3)
+
+  // A link read again past its lifetime and found gone: its old view is no last known one.
+  await cache.load('go.test', 'l1')
+  clock += LINK_TTL_MS + 1
+  delete views.l1
+  t.equal(await cache.load('go.test', 'l1'), null, 'read again: gone')
+  t.equal(cache.lastKnown('go.test/l1', LAST_KNOWN_FOR_MS), undefined, 'nothing to serve should the next read fail')
 })
 
-t.test('the database refused: links read before keep redirecting for an hour; others are 503', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (the embedded database has no connection to cut)' }, async (t) => {
+t.test('the database refused: links read before keep redirecting for 15 minutes; others are 503', { skip: !process.env.DATABASE_URL && 'needs DATABASE_URL (the embedded database has no connection to cut)' }, async (t) => {
   const { url } = await openTestDatabase(t)
   const { proxy, url: proxied } = await TcpProxy.inFrontOf(url!)
   t.teardown(() => proxy.close())
@@ -69,7 +76,7 @@ t.test('the database refused: links read before keep redirecting for an hour; ot
   }
   t.equal((await visit(deaf, '/busy')).statusCode, 503, 'not by an instance deaf to changes')
   clock += LAST_KNOWN_FOR_MS
-  t.equal((await visit(app, '/busy')).statusCode, 503, 'an hour on, no longer')
+  t.equal((await visit(app, '/busy')).statusCode, 503, '15 minutes on, no longer')
 
   proxy.restore()
   const back = await visit(app, '/busy')
