@@ -13,6 +13,7 @@ export const badPercentEncoding = () =>
 
 export const missingHost = () => badRequest('An HTTP/1.1 request must carry a Host header')
 export const invalidHost = () => badRequest('The request must carry one Host header, a host name or address with an optional port')
+export const userinfoInTarget = () => badRequest('The request target must not hold user information (user@host)')
 
 export const requestTimeout = () =>
   new AppError(408, 'request_timeout', 'The request did not arrive in time; send it again, without pauses')

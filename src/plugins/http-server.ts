@@ -20,11 +20,12 @@ import {
   missingHost,
   requestTimeout,
   uriTooLong,
+  userinfoInTarget,
 } from '../errors/http-errors.js'
 import { replyWithError, sendProblem } from './errors.js'
 import { timesSent } from './raw-headers.js'
 import { API_HEADERS } from './api-headers.js'
-import { isApiRequest, requestedHost } from './request-target.js'
+import { hasUserinfo, isApiRequest, requestedHost } from './request-target.js'
 import { notFoundPage } from '../redirects/pages/index.js'
 import { sendPage } from '../redirects/respond.js'
 import { OccasionalWarning } from '../logging/occasional-warning.js'
@@ -80,6 +81,7 @@ function hostProblem(request: FastifyRequest): AppError | null {
   if (host === undefined) return request.raw.httpVersion === '1.1' ? missingHost() : null
   // More than one (RFC 9112 section 3.2: a 400): a proxy that reads the last would route the request elsewhere.
   if (!VALID_HOST.test(host) || timesSent(request.raw.rawHeaders, 'host') > 1) return invalidHost()
+  if (!request.url.startsWith('/') && hasUserinfo(request.url)) return userinfoInTarget()
   return null
 }
 

@@ -28,6 +28,15 @@ export function requestedHost(request: FastifyRequest): string {
   return target === null || forwarded ? request.hostname : target.hostname
 }
 
+/**
+ * Whether the target is in absolute form with user information (`http://evil.example@go.acme.com/x`): RFC 9110
+ * section 4.2.4 has a recipient treat it as an error, since people and programs read such a URL's host differently.
+ */
+export function hasUserinfo(url: string): boolean {
+  const target = absoluteTarget(url)
+  return target !== null && (target.username !== '' || target.password !== '')
+}
+
 /** Whether the request is for the API (`/v1/...`), whichever form its target has. */
 export function isApiRequest(url: string): boolean {
   return url.startsWith('/v1/') || (absoluteTarget(url)?.pathname.startsWith('/v1/') ?? false)

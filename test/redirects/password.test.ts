@@ -190,7 +190,7 @@ t.test('that address is the path and query only, whatever form the request targe
   await listening.listen({ port: 0, host: '127.0.0.1' })
   const port = (listening.server.address() as AddressInfo).port
   const body = 'password=open+sesame'
-  for (const target of ['http://go.acme.test/absolute-form?ref=mail', 'https://user@go.acme.test:8443/absolute-form?ref=mail']) {
+  for (const target of ['http://go.acme.test/absolute-form?ref=mail', 'https://go.acme.test:8443/absolute-form?ref=mail']) {
     const response = await rawRequest(
       port,
       `POST ${target} HTTP/1.1\r\nHost: evil.example\r\nUser-Agent: ${DESKTOP}\r\nContent-Type: application/x-www-form-urlencoded\r\n` +

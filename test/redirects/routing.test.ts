@@ -165,6 +165,12 @@ t.test('an absolute-form request target names the host itself: the Host header i
   t.equal(forOtherHost.status, 404, 'the target is another host: no link, whatever the Host')
   t.match(forOtherHost.headers['content-type'], /problem\+json/)
   t.equal((await get('/summer', 'go.acme.test')).status, 302, 'origin form: the Host header, as always')
+  // User information in the target is an error (RFC 9110 section 4.2.4): read as a host by some, not by others.
+  for (const target of ['http://evil.example@go.acme.test/summer', 'http://user:secret@go.acme.test/summer']) {
+    const refused = await get(target, 'go.acme.test')
+    t.equal(refused.status, 400, target)
+    t.match(JSON.parse(refused.body), { code: 'bad_request', detail: /user information/ })
+  }
 
   // Behind a trusted proxy its X-Forwarded-Host names the visitor's host, whatever the form of the target it sends.
   const { app: proxied } = await buildTestApp(t, { database, env: { TRUST_PROXY: '127.0.0.1' } })
