@@ -5,6 +5,7 @@
 import { MAX_POINTS, MAX_RANGE_DAYS, type Interval } from '../../schemas/stats.js'
 import { instantOf } from '../../schemas/formats.js'
 import { fieldError } from '../errors/app-error.js'
+import { LRUCache } from 'lru-cache'
 
 const HOUR = 3_600_000
 const DAY = 24 * HOUR
@@ -87,13 +88,21 @@ export function parseTimezone(value: string | undefined): string {
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value)) throw invalid()
   let resolved: string
   try {
-    resolved = new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
+    resolved = resolvedZones.get(value) ?? new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
   } catch {
     throw invalid()
   }
+  resolvedZones.set(value, resolved)
   if (resolved.toLowerCase() === value.toLowerCase()) return resolved
   return /^[A-Z][^/]*(\/[A-Z][^/]*)+$/.test(value) ? value : resolved
 }
+
+/**
+ * What ICU resolved each spelling to: a formatter costs some 30 KB outside the heap, so one is made per spelling
+ * not seen lately, not per request. Bounded, as spellings are the client's.
+ */
+const resolvedZones = new LRUCache<string, string>({ max: 1000 })
+
 
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR)
 const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR) * HOUR)
@@ -122,7 +131,11 @@ export function parseRange(query: { from?: string; to?: string; timezone?: strin
 export const tooManyPoints = (interval: Interval) =>
   fieldError('/interval', `gives more than ${MAX_POINTS} buckets over this range; choose a longer interval or a shorter range`)
 
-const offsetFormats = new Map<string, Intl.DateTimeFormat>()
+/** One formatter per zone answered lately (some 30 KB each, outside the heap): bounded, zones are the client's. */
+const offsetFormats = new LRUCache<string, Intl.DateTimeFormat>({ max: 200 })
+
+/** How many spellings and formatters of zones are held (tests). */
+export const zoneCacheSizes = () => ({ spellings: resolvedZones.size, formats: offsetFormats.size })
 
 /**
  * An instant as RFC 3339 in the zone, with its offset there: 2026-10-25T00:00:00+02:00. An offset of seconds (local

@@ -21,7 +21,7 @@ const parsed = new LRUCache<string, UserAgentFacts>({ max: 5000 })
 
 /** Longer strings are not kept in the cache (its memory stays bounded) and are read from their start only. */
 const MAX_CACHED_LENGTH = 512
-const MAX_PARSED_LENGTH = 2048
+export const MAX_PARSED_LENGTH = 2048
 
 function parse(userAgent: string): UserAgentFacts {
   const { browser, os, platform } = Bowser.parse(userAgent.slice(0, MAX_PARSED_LENGTH))

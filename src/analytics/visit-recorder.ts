@@ -14,7 +14,7 @@ import type { FastifyBaseLogger } from 'fastify'
 import { randomUUID } from 'node:crypto'
 import { setImmediate as nextTurn } from 'node:timers/promises'
 import type { Visit, VisitRecorder } from '../redirects/visits.js'
-import { userAgentFacts, type UserAgentFacts } from './user-agent.js'
+import { MAX_PARSED_LENGTH, userAgentFacts, type UserAgentFacts } from './user-agent.js'
 import type { VisitRow } from './visit-store.js'
 import { visitorHash, type VisitorKeys } from './visitor-key.js'
 import { OccasionalWarning } from '../logging/occasional-warning.js'
@@ -28,8 +28,13 @@ const MAX_SHARED_USER_AGENT = 512
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)).unref())
 
 export interface VisitBufferOptions {
-  /** Most visits held while waiting to be written (default 100,000: about 50 MB at worst). */
+  /** Most visits held while waiting to be written (default 100,000: some 50 MB with a browser's usual headers). */
   maxBuffered?: number
+  /**
+   * Most bytes of visits held, by visitBytes (default 64 MiB): a visit holds its client's User-Agent and referrer,
+   * which may be kilobytes each, so the number of visits alone would bound nothing.
+   */
+  maxBufferedBytes?: number
   /** How often the buffer is written (default 1 s). */
   flushEveryMs?: number
   /**
@@ -52,6 +57,22 @@ export interface VisitRecorderStats {
   buffered: number
 }
 
+/** Referrers longer than this are held as their origin only (only the host is stored). */
+const MAX_HELD_REFERRER = 512
+
+/** A referrer's scheme and host (`https://host:port`, `android-app://com.example`), or none if it has no host. */
+function originOf(referrer: string): string | undefined {
+  try {
+    const url = new URL(referrer)
+    return url.host ? `${url.protocol}//${url.host}` : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/** What a buffered visit weighs, roughly: the object and its strings, the client's headers at a byte a character. */
+const visitBytes = (visit: Visit) => 400 + (visit.userAgent?.length ?? 0) + (visit.referrer?.length ?? 0)
+
 /** The referrer's host, lower case; none for a direct visit or a referrer that is not a URL. */
 export function referrerHost(referrer: string | undefined): string | null {
   if (!referrer) return null
@@ -72,6 +93,9 @@ export class BufferedVisitRecorder implements VisitRecorder {
   private failing = false
   private readonly dropWarning = new OccasionalWarning()
   private readonly maxBuffered: number
+  private readonly maxBufferedBytes: number
+  /** The bytes of the visits held (buffer and batch), by visitBytes. */
+  private heldBytes = 0
   private readonly flushEveryMs: number
   private readonly batchSize: number
   readonly counts = { recorded: 0, stored: 0, dropped: 0, failedBatches: 0 }
@@ -83,6 +107,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
     options: VisitBufferOptions = {},
   ) {
     this.maxBuffered = options.maxBuffered ?? 100_000
+    this.maxBufferedBytes = options.maxBufferedBytes ?? 64 * 1024 * 1024
     this.flushEveryMs = options.flushEveryMs ?? 1000
     this.batchSize = options.batchSize ?? 20_000
   }
@@ -93,7 +118,11 @@ export class BufferedVisitRecorder implements VisitRecorder {
   }
 
   record(visit: Visit): void {
-    if (this.held >= this.maxBuffered) {
+    // Only the referrer's host is stored and the User-Agent read from its start: longer headers are cut now.
+    if (visit.referrer !== undefined && visit.referrer.length > MAX_HELD_REFERRER) visit.referrer = originOf(visit.referrer)
+    if (visit.userAgent !== undefined && visit.userAgent.length > MAX_PARSED_LENGTH) visit.userAgent = visit.userAgent.slice(0, MAX_PARSED_LENGTH)
+    const bytes = visitBytes(visit)
+    if (this.held >= this.maxBuffered || this.heldBytes + bytes > this.maxBufferedBytes) {
       this.counts.dropped++
       const dropped = this.dropWarning.occurred()
       if (dropped !== null) {
@@ -114,6 +143,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
       }
     }
     this.buffer.push(visit)
+    this.heldBytes += bytes
     this.counts.recorded++
     if (this.buffer.length >= this.batchSize && !this.writing) void this.flush()
   }
@@ -168,6 +198,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
         return
       }
       this.counts.stored += this.batch.visits.length
+      for (const stored of this.batch.visits) this.heldBytes -= visitBytes(stored)
       this.batch = null
       if (this.failing) this.log.info('visits: batches are written again')
       this.failing = false

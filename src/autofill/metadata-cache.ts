@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto'
 import type { Redis } from 'ioredis'
+import { LRUCache } from 'lru-cache'
 import { withDeadline } from '../redis/redis-client.js'
 import { LIMITS } from '../../schemas/link.js'
 import { codePointLength, httpUrlProblem } from '../../schemas/formats.js'
@@ -48,31 +49,35 @@ export function isCachedPage(value: unknown): value is CachedPage {
 
 export const ttlOf = (page: CachedPage) => ('failure' in page ? FAILURE_TTL_MS : METADATA_TTL_MS)
 
-/** In process: a map in insertion order, the oldest entries dropped past `maxEntries`. */
+/** The bytes a page takes in the cache, roughly: its address and texts (two bytes a character at most). */
+function sizeOf(url: string, page: CachedPage): number {
+  const texts = 'failure' in page ? [page.failure] : Object.values(page.metadata)
+  return 128 + 2 * (url.length + texts.reduce((sum, text) => sum + (text?.length ?? 0), 0))
+}
+
+/**
+ * In process: the least recently used pages dropped past `maxEntries` or `maxBytes` (pages may hold a few KiB of
+ * text each), an entry past its lifetime dropped when read or when room is needed.
+ */
 export class MemoryMetadataCache implements MetadataCache {
-  private readonly entries = new Map<string, { page: CachedPage; expiresAt: number }>()
+  private readonly entries: LRUCache<string, CachedPage>
 
-  constructor(private readonly options: { maxEntries?: number; now?: () => number } = {}) {}
-
-  private now(): number {
-    return (this.options.now ?? Date.now)()
+  constructor(options: { maxEntries?: number; maxBytes?: number; now?: () => number } = {}) {
+    this.entries = new LRUCache({
+      max: options.maxEntries ?? 10_000,
+      maxSize: options.maxBytes ?? 16 * 1024 * 1024,
+      sizeCalculation: (page, url) => sizeOf(url, page),
+      // An injected clock is read every time (lru-cache otherwise reuses a reading for 1 ms of real time).
+      ...(options.now ? { perf: { now: options.now }, ttlResolution: 0 } : {}),
+    })
   }
 
   async get(url: string): Promise<CachedPage | undefined> {
-    const entry = this.entries.get(url)
-    if (!entry) return undefined
-    if (entry.expiresAt <= this.now()) {
-      this.entries.delete(url)
-      return undefined
-    }
-    return entry.page
+    return this.entries.get(url)
   }
 
   async set(url: string, page: CachedPage): Promise<void> {
-    this.entries.delete(url)
-    const maxEntries = this.options.maxEntries ?? 10_000
-    while (this.entries.size >= maxEntries) this.entries.delete(this.entries.keys().next().value!)
-    this.entries.set(url, { page, expiresAt: this.now() + ttlOf(page) })
+    this.entries.set(url, page, { ttl: ttlOf(page) })
   }
 }
 

@@ -4,12 +4,16 @@
  * per address across instances (bad tokens, password tries, unique visitors) must count such a client once.
  */
 import type { FastifyRequest } from 'fastify'
-import { isIPv4 } from 'node:net'
+import { isIP, isIPv4 } from 'node:net'
 
 const MAPPED = '::ffff:'
 
 export function clientAddress(request: FastifyRequest): string {
-  const address = request.ip
+  let address = request.ip
+  // One read from X-Forwarded-For (TRUST_PROXY) that is no address is not taken: every made-up value, of any length,
+  // would be a client of its own in every count kept per address. The connection's own address is taken instead.
+  const peer = request.socket?.remoteAddress
+  if (address !== peer && peer !== undefined && !isIP(address)) address = peer
   if (address.length > MAPPED.length && address.slice(0, MAPPED.length).toLowerCase() === MAPPED) {
     const ipv4 = address.slice(MAPPED.length)
     if (isIPv4(ipv4)) return ipv4

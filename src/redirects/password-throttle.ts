@@ -27,9 +27,18 @@ export interface PasswordThrottle {
 
 const retryAfter = (oldest: number, now: number) => Math.max(1, Math.ceil((oldest + PASSWORD_WINDOW_MS - now) / 1000))
 
+/** The most link-and-address pairs the in-process count holds (a few hundred bytes each at most). */
+export const MAX_MEMORY_PAIRS = 20_000
+
 export class MemoryPasswordThrottle implements PasswordThrottle {
-  // Bounded: a flood of addresses forgets the oldest ones rather than growing without end.
-  private readonly tries = new LRUCache<string, { at: number; ticket: string }[]>({ max: 100_000 })
+  // Bounded: a flood of addresses forgets the least recent ones rather than growing without end (a try costs the
+  // visitor nothing when its password is too long to check), and an address is forgotten once its tries are past.
+  private readonly tries = new LRUCache<string, { at: number; ticket: string }[]>({ max: MAX_MEMORY_PAIRS, ttl: PASSWORD_WINDOW_MS })
+
+  /** How many link-and-address pairs it holds tries of. */
+  get pairs(): number {
+    return this.tries.size
+  }
 
   async take(link: number, address: string, now: number): Promise<TryDecision> {
     const key = `${link} ${address}`
@@ -46,8 +55,9 @@ export class MemoryPasswordThrottle implements PasswordThrottle {
 
   giveBack(link: number, address: string, ticket: string): void {
     const key = `${link} ${address}`
-    const recent = this.tries.get(key)
-    if (recent) this.tries.set(key, recent.filter((entry) => entry.ticket !== ticket))
+    const recent = this.tries.get(key)?.filter((entry) => entry.ticket !== ticket)
+    if (recent?.length) this.tries.set(key, recent)
+    else this.tries.delete(key)
   }
 }
 

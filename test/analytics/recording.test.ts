@@ -214,6 +214,26 @@ t.test('a batch the database refuses is kept and written at the next try', async
   t.match(buffered.stats(), { stored: 3, buffered: 0 })
 })
 
+t.test("the buffer is bounded by its bytes too: clients' long headers are cut to what is stored, and visits past the bytes dropped", async (t) => {
+  const rows: { referrerHost: string | null; browser: string | null }[] = []
+  const log = { warn: () => {}, info: () => {}, error: () => {} } as never
+  const buffered = new BufferedVisitRecorder(async (batch) => void rows.push(...batch), new VisitorKeys(), log, { maxBufferedBytes: 200_000 })
+  const heavy = (i: number): Visit => ({
+    link: 1, workspaceId: 1, domain: 'd', answer: 'redirect', destination: 'https://e/', reason: 'default', at: DAY_1,
+    country: null, userAgent: `${DESKTOP} ${'x'.repeat(8000)}${i}`, referrer: `https://News.Example/${'y'.repeat(7800)}`, address: '192.0.2.1',
+  })
+  for (let i = 0; i < 200; i++) buffered.record(heavy(i))
+  // Each held as a User-Agent of 2,048 characters and a referrer's origin: some 2.5 KB, so about 80 fit in 200 KB.
+  const { recorded, dropped } = buffered.stats()
+  t.ok(recorded >= 70 && recorded <= 85, `${recorded} held`)
+  t.equal(recorded + dropped, 200, 'the rest dropped, and counted')
+  await buffered.flush()
+  t.equal(rows.length, recorded)
+  t.match(rows[0], { referrerHost: 'news.example', browser: 'Chrome' }, 'what is stored of them is unchanged')
+  for (let i = 0; i < 50; i++) buffered.record(heavy(i))
+  t.equal(buffered.stats().recorded, recorded + 50, 'the bytes written are free again')
+})
+
 t.test('a batch whose COMMIT went through but whose answer was lost is tried again, and stored once', async (t) => {
   // A connection cut right after COMMIT: PostgreSQL has the visits, the recorder learns only of an error.
   let loseAnswer = true

@@ -5,6 +5,7 @@
  */
 import t from 'tap'
 import { storeVisits } from '../../src/analytics/visit-store.js'
+import { zoneCacheSizes } from '../../src/analytics/stats-range.js'
 import { apiClient } from '../support/api-client.js'
 import { buildTestApp, createWorkspaceToken } from '../support/test-app.js'
 import { storedVisit } from './stored-visit.js'
@@ -524,3 +525,17 @@ t.test('stats requests are not counted by the write quotas', async (t) => {
   t.notOk(Object.keys(response.headers).some((name) => name.startsWith('x-ratelimit')), 'no quota headers')
 })
 void workspaceId
+
+t.test('time zones spelled in as many ways as a client likes hold a bounded number of formatters (some 30 KB each)', async (t) => {
+  const spellings = Array.from({ length: 1200 }, (_, i) =>
+    'America/Argentina/ComodRivadavia'.split('').map((char, j) => ((i >> (j % 11)) & 1 ? char.toUpperCase() : char)).join(''),
+  )
+  const distinct = [...new Set(spellings)].filter((spelling) => /^[A-Z][^/]*(\/[A-Z][^/]*)+$/.test(spelling))
+  t.ok(distinct.length >= 250, `${distinct.length} spellings the answer keeps as given`)
+  for (const timezone of distinct) {
+    const response = await api.get(`/v1/links/${l2.uniq}/stats?${query({ ...MARCH, timezone, interval: 'month' })}`)
+    if (response.statusCode !== 200) t.fail(`${timezone}: ${response.statusCode}`)
+  }
+  t.ok(zoneCacheSizes().formats <= 200, `${zoneCacheSizes().formats} formatters held`)
+  t.ok(zoneCacheSizes().spellings <= 1000)
+})

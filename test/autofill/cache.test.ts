@@ -99,24 +99,31 @@ t.test('over its quota, a create fetches nothing', async (t) => {
   t.same(server.requests('/page').filter((request) => request.url === '/page?quota-2'), [], 'no request for the refused create')
 })
 
-t.test('the in-process cache: metadata for an hour, failures for a minute, the oldest entries dropped past its bound', async (t) => {
-  let now = 0
+t.test('the in-process cache: metadata for an hour, failures for a minute, the oldest entries dropped past its bounds', async (t) => {
+  const START = 1_000_000
+  let now = START
   const cache = new MemoryMetadataCache({ maxEntries: 2, now: () => now })
   await cache.set('https://a.example/', { metadata: { title: 'A' } })
   await cache.set('https://b.example/', { failure: 'the page answered 500' })
-  now = FAILURE_TTL_MS - 1
+  now = START + FAILURE_TTL_MS - 1
   t.same(await cache.get('https://b.example/'), { failure: 'the page answered 500' })
-  now = FAILURE_TTL_MS
+  now = START + FAILURE_TTL_MS + 1
   t.equal(await cache.get('https://b.example/'), undefined, 'a failure is forgotten after a minute')
-  now = METADATA_TTL_MS - 1
+  now = START + METADATA_TTL_MS - 1
   t.same(await cache.get('https://a.example/'), { metadata: { title: 'A' } })
-  now = METADATA_TTL_MS
+  now = START + METADATA_TTL_MS + 1
   t.equal(await cache.get('https://a.example/'), undefined, 'metadata is forgotten after an hour')
 
-  now = 0
   for (const host of ['a', 'b', 'c']) await cache.set(`https://${host}.example/`, { metadata: { title: host } })
   t.equal(await cache.get('https://a.example/'), undefined, 'the oldest entry made room')
   t.same(await cache.get('https://c.example/'), { metadata: { title: 'c' } })
+
+  // Pages of long texts: bounded by their bytes too, not only by their number.
+  const small = new MemoryMetadataCache({ maxBytes: 10_000 })
+  for (const host of ['a', 'b', 'c', 'd']) await small.set(`https://${host}.example/`, { metadata: { title: host.repeat(2000) } })
+  t.equal(await small.get('https://a.example/'), undefined, 'past 10,000 bytes the least recent page made room')
+  t.equal(await small.get('https://b.example/'), undefined)
+  t.match(await small.get('https://d.example/'), { metadata: { title: 'd'.repeat(2000) } })
 })
 
 t.test('a fetch ended because the instance is closing is not remembered as the page failing', async (t) => {

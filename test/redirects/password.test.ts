@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { rawRequest } from '../support/raw-http.js'
-import { PASSWORD_WINDOW_MS, RedisPasswordThrottle } from '../../src/redirects/password-throttle.js'
+import { MAX_MEMORY_PAIRS, MemoryPasswordThrottle, PASSWORD_WINDOW_MS, RedisPasswordThrottle } from '../../src/redirects/password-throttle.js'
 import { closeRedisClient, createRedisClient, firstConnection } from '../../src/redis/redis-client.js'
 import { TcpProxy } from '../support/tcp-proxy.js'
 import { freePort, REDIS_URL, redisKeyPrefix } from '../rate-limits/quota-support.js'
@@ -364,4 +364,29 @@ t.test('a try Redis counts after its deadline stays counted there: once Redis an
   t.equal(await redis.zcard(key), 3, 'the three counted in Redis')
   t.match(await throttle.take(42, '192.0.2.7', Date.now()), { allowed: true })
   t.equal(await redis.zcard(key), 4, 'and the next with them')
+})
+
+t.test('behind TRUST_PROXY=true, an X-Forwarded-For that is no address counts as the connection it came on, not as a client of its own', async (t) => {
+  await protectedLink('forwarded')
+  const { app: proxied } = await buildTestApp(t, { database, env: { COOKIE_SECRET: SECRET, TRUST_PROXY: 'true' }, redirects: { ...clock, keyPrefix: `fwd-${Date.now()}:` } })
+  await proxied.redirects.domains.refresh()
+  const tryWith = (forwardedFor: string) =>
+    proxied.inject({
+      method: 'POST', url: '/forwarded', payload: 'password=guess', remoteAddress: '192.0.2.250',
+      headers: { host: 'go.acme.test', 'user-agent': DESKTOP, 'x-forwarded-for': forwardedFor, 'content-type': 'application/x-www-form-urlencoded' },
+    })
+  const statuses: number[] = []
+  for (let i = 0; i < 11; i++) statuses.push((await tryWith(`${'z'.repeat(2000)}${i}`)).statusCode)
+  t.same(statuses, [...Array(10).fill(401), 429], 'eleven made-up addresses: one client, the connection\'s')
+  t.equal((await tryWith('203.0.113.9')).statusCode, 401, 'a real address forwarded is a client of its own')
+})
+
+t.test('the in-process count of tries stays bounded: a pair whose try was given back is forgotten, and a flood of addresses keeps the most recent', async (t) => {
+  const throttle = new MemoryPasswordThrottle()
+  const taken = await throttle.take(1, '192.0.2.1', T)
+  t.equal(throttle.pairs, 1)
+  if (taken.allowed) throttle.giveBack(1, '192.0.2.1', taken.ticket)
+  t.equal(throttle.pairs, 0, 'nothing kept for a right password')
+  for (let i = 0; i < MAX_MEMORY_PAIRS + 500; i++) await throttle.take(1, `10.${i >> 16}.${(i >> 8) & 255}.${i & 255}`, T)
+  t.equal(throttle.pairs, MAX_MEMORY_PAIRS)
 })
