@@ -70,6 +70,9 @@ function originOf(referrer: string): string | undefined {
   }
 }
 
+/** A string of its own: V8's slice of a long string keeps the whole of it alive. */
+const copyOf = (text: string) => Buffer.from(text, 'utf16le').toString('utf16le')
+
 /** What a buffered visit weighs, roughly: the object and its strings, the client's headers at a byte a character. */
 const visitBytes = (visit: Visit) => 400 + (visit.userAgent?.length ?? 0) + (visit.referrer?.length ?? 0)
 
@@ -120,7 +123,7 @@ export class BufferedVisitRecorder implements VisitRecorder {
   record(visit: Visit): void {
     // Only the referrer's host is stored and the User-Agent read from its start: longer headers are cut now.
     if (visit.referrer !== undefined && visit.referrer.length > MAX_HELD_REFERRER) visit.referrer = originOf(visit.referrer)
-    if (visit.userAgent !== undefined && visit.userAgent.length > MAX_PARSED_LENGTH) visit.userAgent = visit.userAgent.slice(0, MAX_PARSED_LENGTH)
+    if (visit.userAgent !== undefined && visit.userAgent.length > MAX_PARSED_LENGTH) visit.userAgent = copyOf(visit.userAgent.slice(0, MAX_PARSED_LENGTH))
     const bytes = visitBytes(visit)
     if (this.held >= this.maxBuffered || this.heldBytes + bytes > this.maxBufferedBytes) {
       this.counts.dropped++

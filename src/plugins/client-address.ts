@@ -10,10 +10,15 @@ const MAPPED = '::ffff:'
 
 export function clientAddress(request: FastifyRequest): string {
   let address = request.ip
-  // One read from X-Forwarded-For (TRUST_PROXY) that is no address is not taken: every made-up value, of any length,
-  // would be a client of its own in every count kept per address. The connection's own address is taken instead.
   const peer = request.socket?.remoteAddress
-  if (address !== peer && peer !== undefined && !isIP(address)) address = peer
+  if (address !== peer && peer !== undefined && !isIP(address)) {
+    // Read from X-Forwarded-For (TRUST_PROXY). Some proxies (Azure's, IIS ARR) write the client's port too: the
+    // address is what counts. Anything else that is no address is not taken (every made-up value, of any length,
+    // would be a client of its own in every count kept per address): the connection's own address is.
+    const withPort = /^(\d{1,3}(?:\.\d{1,3}){3}):\d+$|^\[([0-9A-Fa-f:.]+(?:%[\w.-]+)?)\](?::\d+)?$/.exec(address)
+    const unported = withPort?.[1] ?? withPort?.[2]
+    address = unported !== undefined && isIP(unported) ? unported : peer
+  }
   if (address.length > MAPPED.length && address.slice(0, MAPPED.length).toLowerCase() === MAPPED) {
     const ipv4 = address.slice(MAPPED.length)
     if (isIPv4(ipv4)) return ipv4

@@ -76,12 +76,12 @@ const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9
 
 /** What is wrong with the request's Host header (RFC 9112 section 3.2), if anything. */
 function hostProblem(request: FastifyRequest): AppError | null {
+  if (!request.url.startsWith('/') && hasUserinfo(request.url)) return userinfoInTarget()
   const { host } = request.headers
   // HTTP/1.0 may go without one.
   if (host === undefined) return request.raw.httpVersion === '1.1' ? missingHost() : null
   // More than one (RFC 9112 section 3.2: a 400): a proxy that reads the last would route the request elsewhere.
   if (!VALID_HOST.test(host) || timesSent(request.raw.rawHeaders, 'host') > 1) return invalidHost()
-  if (!request.url.startsWith('/') && hasUserinfo(request.url)) return userinfoInTarget()
   return null
 }
 

@@ -33,8 +33,11 @@ export function requestedHost(request: FastifyRequest): string {
  * section 4.2.4 has a recipient treat it as an error, since people and programs read such a URL's host differently.
  */
 export function hasUserinfo(url: string): boolean {
-  const target = absoluteTarget(url)
-  return target !== null && (target.username !== '' || target.password !== '')
+  if (!ABSOLUTE_FORM.test(url)) return false
+  // The authority: from after the scheme's `//` to the path, query or fragment. An `@` there, even with nothing before it.
+  const start = url.indexOf('//') + 2
+  const end = url.slice(start).search(/[/?#]/)
+  return url.slice(start, end === -1 ? undefined : start + end).includes('@')
 }
 
 /** Whether the request is for the API (`/v1/...`), whichever form its target has. */

@@ -27,13 +27,17 @@ export interface PasswordThrottle {
 
 const retryAfter = (oldest: number, now: number) => Math.max(1, Math.ceil((oldest + PASSWORD_WINDOW_MS - now) / 1000))
 
-/** The most link-and-address pairs the in-process count holds (a few hundred bytes each at most). */
-export const MAX_MEMORY_PAIRS = 20_000
+/**
+ * The most link-and-address pairs the in-process count holds: some 300 bytes each at most (30 MB), and as many as
+ * an attacker must try other pairs from to push out one pair's count.
+ */
+export const MAX_MEMORY_PAIRS = 100_000
 
 export class MemoryPasswordThrottle implements PasswordThrottle {
-  // Bounded: a flood of addresses forgets the least recent ones rather than growing without end (a try costs the
-  // visitor nothing when its password is too long to check), and an address is forgotten once its tries are past.
-  private readonly tries = new LRUCache<string, { at: number; ticket: string }[]>({ max: MAX_MEMORY_PAIRS, ttl: PASSWORD_WINDOW_MS })
+  // Per pair its tries as numbers, [at, id, at, id…]: a try costs a visitor nothing when its password is too long to
+  // check, so pairs are cheap to make. The least recent go past the bound, and a pair once its tries are past.
+  private readonly tries = new LRUCache<string, number[]>({ max: MAX_MEMORY_PAIRS, ttl: PASSWORD_WINDOW_MS })
+  private lastId = 0
 
   /** How many link-and-address pairs it holds tries of. */
   get pairs(): number {
@@ -42,21 +46,27 @@ export class MemoryPasswordThrottle implements PasswordThrottle {
 
   async take(link: number, address: string, now: number): Promise<TryDecision> {
     const key = `${link} ${address}`
-    const recent = (this.tries.get(key) ?? []).filter((entry) => entry.at > now - PASSWORD_WINDOW_MS)
-    if (recent.length >= PASSWORD_TRIES) {
+    const held = this.tries.get(key) ?? []
+    const recent: number[] = []
+    for (let i = 0; i < held.length; i += 2) if (held[i] > now - PASSWORD_WINDOW_MS) recent.push(held[i], held[i + 1])
+    if (recent.length / 2 >= PASSWORD_TRIES) {
       this.tries.set(key, recent)
-      return { allowed: false, retryAfterSeconds: retryAfter(recent[0].at, now) }
+      return { allowed: false, retryAfterSeconds: retryAfter(recent[0], now) }
     }
-    const ticket = randomBytes(6).toString('base64url')
-    recent.push({ at: now, ticket })
+    const id = ++this.lastId
+    recent.push(now, id)
     this.tries.set(key, recent)
-    return { allowed: true, ticket }
+    return { allowed: true, ticket: String(id) }
   }
 
   giveBack(link: number, address: string, ticket: string): void {
     const key = `${link} ${address}`
-    const recent = this.tries.get(key)?.filter((entry) => entry.ticket !== ticket)
-    if (recent?.length) this.tries.set(key, recent)
+    const held = this.tries.get(key)
+    if (!held) return
+    const id = Number(ticket)
+    const recent: number[] = []
+    for (let i = 0; i < held.length; i += 2) if (held[i + 1] !== id) recent.push(held[i], held[i + 1])
+    if (recent.length > 0) this.tries.set(key, recent)
     else this.tries.delete(key)
   }
 }

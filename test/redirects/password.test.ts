@@ -379,6 +379,13 @@ t.test('behind TRUST_PROXY=true, an X-Forwarded-For that is no address counts as
   for (let i = 0; i < 11; i++) statuses.push((await tryWith(`${'z'.repeat(2000)}${i}`)).statusCode)
   t.same(statuses, [...Array(10).fill(401), 429], 'eleven made-up addresses: one client, the connection\'s')
   t.equal((await tryWith('203.0.113.9')).statusCode, 401, 'a real address forwarded is a client of its own')
+  // Some proxies (Azure's, IIS ARR) write the client's port too: the address is the client, whatever the port.
+  const ported: number[] = []
+  for (let i = 0; i < 11; i++) ported.push((await tryWith(`198.51.100.7:${5000 + i}`)).statusCode)
+  t.same(ported, [...Array(10).fill(401), 429], 'one client on eleven ports')
+  for (const forwarded of ['203.0.113.10:51000', '[2001:db8::5]:443', '[2001:db8::6]']) {
+    t.equal((await tryWith(forwarded)).statusCode, 401, `${forwarded}: a client of its own, not the proxy`)
+  }
 })
 
 t.test('the in-process count of tries stays bounded: a pair whose try was given back is forgotten, and a flood of addresses keeps the most recent', async (t) => {

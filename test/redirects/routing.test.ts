@@ -166,11 +166,14 @@ t.test('an absolute-form request target names the host itself: the Host header i
   t.match(forOtherHost.headers['content-type'], /problem\+json/)
   t.equal((await get('/summer', 'go.acme.test')).status, 302, 'origin form: the Host header, as always')
   // User information in the target is an error (RFC 9110 section 4.2.4): read as a host by some, not by others.
-  for (const target of ['http://evil.example@go.acme.test/summer', 'http://user:secret@go.acme.test/summer']) {
+  for (const target of ['http://evil.example@go.acme.test/summer', 'http://user:secret@go.acme.test/summer', 'http://@go.acme.test/summer']) {
     const refused = await get(target, 'go.acme.test')
     t.equal(refused.status, 400, target)
     t.match(JSON.parse(refused.body), { code: 'bad_request', detail: /user information/ })
   }
+  const withoutHost = await rawRequest(port, `GET http://evil.example@go.acme.test/summer HTTP/1.0\r\nUser-Agent: ${DESKTOP}\r\n\r\n`)
+  t.equal(withoutHost.status, 400, 'HTTP/1.0 without a Host header too')
+  t.equal((await get('http://go.acme.test/summer?email=a@b.example', 'go.acme.test')).status, 302, 'an @ in the query is no user information')
 
   // Behind a trusted proxy its X-Forwarded-Host names the visitor's host, whatever the form of the target it sends.
   const { app: proxied } = await buildTestApp(t, { database, env: { TRUST_PROXY: '127.0.0.1' } })
