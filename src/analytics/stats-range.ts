@@ -103,7 +103,6 @@ export function parseTimezone(value: string | undefined): string {
  */
 const resolvedZones = new LRUCache<string, string>({ max: 1000 })
 
-
 const floorHour = (at: Date) => new Date(Math.floor(at.getTime() / HOUR) * HOUR)
 const ceilHour = (at: Date) => new Date(Math.ceil(at.getTime() / HOUR) * HOUR)
 
