@@ -86,13 +86,15 @@ export function parseTimezone(value: string | undefined): string {
   if (value === undefined) return 'UTC'
   const invalid = () => fieldError('/timezone', 'must be an IANA time zone name, such as Europe/Paris or UTC')
   if (!/^[A-Za-z][A-Za-z0-9_+\-/]*$/.test(value)) throw invalid()
-  let resolved: string
-  try {
-    resolved = resolvedZones.get(value) ?? new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
-  } catch {
-    throw invalid()
+  let resolved = resolvedZones.get(value)
+  if (resolved === undefined) {
+    try {
+      resolved = new Intl.DateTimeFormat('en-US', { timeZone: value }).resolvedOptions().timeZone
+    } catch {
+      throw invalid()
+    }
+    resolvedZones.set(value, resolved)
   }
-  resolvedZones.set(value, resolved)
   if (resolved.toLowerCase() === value.toLowerCase()) return resolved
   return /^[A-Z][^/]*(\/[A-Z][^/]*)+$/.test(value) ? value : resolved
 }

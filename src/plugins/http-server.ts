@@ -73,8 +73,10 @@ export const HTTP_TIMEOUTS: HttpTimeouts = { headersMs: 10_000, requestMs: 30_00
  */
 const VALID_HOST = /^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._~!$&'()*+,;=%-]*)(?::[0-9]*)?$/
 
-
-/** What is wrong with the request's Host header (RFC 9112 section 3.2), if anything. */
+/**
+ * What is wrong with how the request names its host, if anything: user information in an absolute-form target (RFC
+ * 9110 section 4.2.4), or its Host header (RFC 9112 section 3.2).
+ */
 function hostProblem(request: FastifyRequest): AppError | null {
   if (!request.url.startsWith('/') && hasUserinfo(request.url)) return userinfoInTarget()
   const { host } = request.headers

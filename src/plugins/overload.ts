@@ -100,7 +100,7 @@ const refusal = { event_loop: overloaded('event loop'), database_pool: overloade
  * delay sampled before covers start-up (migrations, loading code, the embedded database), which blocks the
  * loop, and is not load. After that, an event-loop delay of Infinity (under-pressure's "no sample in the
  * interval": the loop was held for at least the whole interval) is over any limit no longer than the interval,
- * the default's case: ignored, as it was, protection never engaged at the default settings. The pool is still
+ * the default's case (ignored, as it once was, protection never engaged at the default settings). The pool is still
  * checked (under-pressure stops at the first check that fails).
  */
 function decide(request: FastifyRequest, reply: FastifyReply, type: string, _value: number | undefined, poolRefuses: boolean) {

@@ -161,9 +161,10 @@ export default fp(
       random: settings.random ?? Math.random,
       lookup(host: string, slug: string) {
         const key = slugKey(slug)
+        const inCache = cacheKey(host, key)
         // While changes may go unheard, nothing older than a second is trusted.
-        const cached = cache.peek(cacheKey(host, key), channel.live ? undefined : BLIND_MAX_AGE_MS)
-        return cached !== undefined ? cached : cache.load(host, key).catch((error: unknown) => lastKnown(cacheKey(host, key), error))
+        const view = cache.peek(inCache, channel.live ? undefined : BLIND_MAX_AGE_MS)
+        return view !== undefined ? view : cache.load(host, key).catch((error: unknown) => lastKnown(inCache, error))
       },
       linksChanged: (links) => publish({ keys: links.map((link) => cacheKey(link.domain, slugKey(link.slug))) }),
       linksUncertain: (links) => {
